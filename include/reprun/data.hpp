@@ -1,0 +1,55 @@
+// Datasets: the synthetic default (generated from the seed), CSV files or folders, and the IDX
+// (MNIST) format; the seeded train/validation split and the normalisation from training
+// statistics. Loading checks everything and fails with the file and line; it never guesses.
+#pragma once
+
+#include "reprun/config.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace reprun {
+
+class ThreadPool;
+
+struct DataFile {
+  std::string path; // as shown to the user: relative to the config's folder when inside it
+  uint64_t size = 0;
+  std::string sha256;
+};
+
+struct Dataset {
+  long n = 0;
+  long features = 0;
+  long classes = 0;
+  std::vector<float> x;   // (n, features), row-major
+  std::vector<int32_t> y; // (n)
+  std::vector<DataFile> files; // empty for synthetic data
+  std::string fingerprint;     // sha256 over the files (tagged), or xxh3 of generated content
+};
+
+struct Split {
+  std::vector<uint32_t> train; // sample indices, in split order
+  std::vector<uint32_t> val;
+};
+
+// Loads the data the config names; resolves data-dependent defaults in `cfg.data` (CSV header,
+// label column, class count). Throws Error naming the file and line.
+Dataset load_dataset(Config& cfg, ThreadPool* pool);
+
+Split split_dataset(const Dataset& d, double validation_fraction, uint64_t seed);
+
+// Standardises features in place with mean and std of the training samples (float64, summed in
+// index order); constant features keep scale 1.
+void normalize_standard(Dataset& d, const Split& s);
+
+// Order of training positions for one epoch (a seeded Fisher-Yates shuffle, or identity).
+std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, long epoch, bool shuffle);
+
+// Readers, exposed for tests and fuzzing.
+Dataset read_csv(const std::vector<std::string>& files, const std::string& display_base,
+                 long& label_column, std::string& header, long classes);
+Dataset read_idx(const std::string& images, const std::string& labels, long classes);
+
+} // namespace reprun

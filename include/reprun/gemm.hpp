@@ -1,0 +1,42 @@
+// The one matrix kernel of the trainer: C += A * B where every element of C is a single chain of
+// fused multiply-adds over k = 0..K-1 in order, starting from C's current value.
+//
+// That definition is what makes the trainer's bits independent of everything but the data:
+// - threads split C into fixed tiles; no element's sum is ever split, so the thread count cannot
+//   change a bit;
+// - a sum over a batch split into micro-batches continues the same chain (C keeps the running
+//   value), so gradient accumulation 1x128, 4x32 or 8x16 gives the same bits;
+// - the AVX2 kernel (vfmadd) and the portable one (std::fma) round identically.
+#pragma once
+
+#include <string>
+
+namespace reprun {
+
+class ThreadPool;
+
+struct MatView {
+  const float* data;
+  long rs; // stride between rows
+  long cs; // stride between columns
+  float at(long i, long j) const { return data[i * rs + j * cs]; }
+};
+
+// C (M x N, row-major, leading dimension ldc) += A (M x K) * B (K x N, row-major, ldb).
+void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float* C, long ldc,
+              ThreadPool* pool);
+
+// Which kernel runs on this CPU: "avx2-fma" or "portable".
+std::string gemm_kernel_name();
+// Force the portable kernel (tests compare the two).
+void gemm_force_portable(bool on);
+
+namespace detail {
+// Tile kernels (single-threaded), exposed for tests: C tile of m x n, k from 0..K-1.
+void gemm_tile_portable(long m, long n, long K, MatView A, const float* B, long ldb, float* C,
+                        long ldc);
+bool gemm_tile_avx2(long m, long n, long K, MatView A, const float* B, long ldb, float* C,
+                    long ldc); // false when the CPU lacks AVX2/FMA
+} // namespace detail
+
+} // namespace reprun

@@ -1,0 +1,105 @@
+// The MLP: dense layers with ReLU or tanh and inverted dropout, softmax cross-entropy on top.
+// Forward and backward of each layer sit side by side in model.cpp; every sum over the batch goes
+// through gemm_acc (one ordered fma chain per element) or an explicit loop in sample order.
+#pragma once
+
+#include "reprun/config.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace reprun {
+
+class ThreadPool;
+class Xxh3Stream;
+
+struct Dense {
+  long in = 0;
+  long out = 0;
+  std::vector<float> w;  // (in, out)
+  std::vector<float> b;  // (out)
+  std::vector<float> gw; // (in, out) gradient, summed over the step's micro-batches
+  std::vector<float> gb; // (out)
+  std::vector<float> wt; // (out, in) transposed copy of w for the backward data pass
+};
+
+// A named view of one parameter tensor, in model order.
+struct ParamRef {
+  std::string name; // "dense_1.weight", "dense_1.bias", ...
+  std::vector<long> shape;
+  float* data;
+  float* grad;
+  size_t size;
+};
+
+// Per-step trace of activations and gradients (trace level "full"), in dataflow order.
+struct TraceEntry {
+  std::string name;
+  uint64_t xxh3 = 0;
+};
+
+class Mlp {
+public:
+  Mlp(const ModelConfig& mc, long features, long classes);
+  void init(uint64_t seed);
+  std::vector<ParamRef> params();
+  long parameter_count() const;
+  const std::vector<Dense>& layers() const { return m_layers; }
+  std::vector<Dense>& layers() { return m_layers; }
+  long classes() const { return m_classes; }
+  long features() const { return m_features; }
+
+private:
+  ModelConfig m_cfg;
+  long m_features;
+  long m_classes;
+  std::vector<Dense> m_layers;
+};
+
+// Scratch and settings for one training step, kept across steps (no allocation per step).
+struct StepContext {
+  uint64_t seed = 0;
+  long step = 0;            // 1-based step number being computed (dropout coordinates)
+  long batch_size = 0;      // samples in the whole step (loss is the mean over them)
+  bool atomic = false;      // reduction "atomic": weight-gradient partials summed in completion order
+  bool trace_full = false;
+  ThreadPool* pool = nullptr;
+};
+
+class MlpRunner {
+public:
+  MlpRunner(Mlp& model, const ModelConfig& mc, long max_rows, int threads);
+  ~MlpRunner();
+
+  // Zeroes gradients and starts a step's trace.
+  void begin_step(const StepContext& ctx);
+  // Forward and backward over rows [row0, row0+m) of the step's batch; x is (m, features).
+  // Adds to the gradients, and each sample's loss to `loss_sum` (float64, one chain in sample
+  // order across micro-batches, so the split cannot change the sum).
+  void micro_batch(const StepContext& ctx, const float* x, const int32_t* y, long m, long row0,
+                   double& loss_sum);
+  // Final trace entries of the step (forward and backward lists).
+  void end_step(std::vector<TraceEntry>& forward, std::vector<TraceEntry>& backward);
+
+  // Evaluation forward pass (no dropout): adds loss sum and correct count.
+  void evaluate(const float* x, const int32_t* y, long m, ThreadPool* pool, double& loss_sum, long& correct);
+
+private:
+  void forward(const StepContext* ctx, const float* x, long m, long row0, bool train, ThreadPool* pool);
+  void weight_grad(const StepContext& ctx, Dense& L, const float* a, const float* g, long m);
+
+  Mlp& m_model;
+  ModelConfig m_cfg;
+  long m_max_rows;
+  std::vector<std::vector<float>> m_z;    // per layer (rows, out): pre-activation
+  std::vector<std::vector<float>> m_act;  // per hidden layer (rows, out): activation after dropout
+  std::vector<std::vector<float>> m_mask; // per hidden layer (rows, out): dropout scale (0 or 1/(1-p))
+  std::vector<float> m_g;   // (rows, widest) gradient flowing back
+  std::vector<float> m_dh;  // (rows, widest)
+  std::vector<std::vector<float>> m_partial; // per worker: atomic-mode partial gradient
+  std::vector<Xxh3Stream*> m_fwd_hash, m_bwd_hash;
+  std::vector<std::string> m_fwd_names, m_bwd_names;
+};
+
+} // namespace reprun

@@ -1,0 +1,58 @@
+// `reprun train` as a library call: config -> data -> model -> training loop -> run record.
+// The CLI only parses flags and prints; tests call run_training() directly.
+#pragma once
+
+#include "reprun/error.hpp"
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace reprun {
+
+struct Progress {
+  long step = 0;
+  long total = 0;
+  long epoch = 0;
+  double loss = 0.0;
+  double elapsed_seconds = 0.0;
+  double steps_per_second = 0.0;
+  bool eval = false; // an evaluation just finished
+  double val_loss = 0.0;
+  double val_accuracy = 0.0;
+};
+
+struct TrainOptions {
+  std::string config_path;             // the config file; may be empty with resume_dir
+  std::vector<std::string> overrides;  // --set KEY=VALUE
+  std::string out_dir;                 // -o; default runs/<config name>-<time>
+  std::string resume_dir;              // --resume
+  int threads = 0;                     // --threads; 0: keep the config's
+  std::vector<std::string> command_line;
+  long kill_after_step = 0;            // testing aid: SIGKILL ourselves after logging this step
+  std::function<void(const Progress&)> on_progress;
+  std::function<void(const std::string&)> on_note; // one-line notes (run directory, resume point)
+  const std::atomic<bool>* stop = nullptr;           // set by SIGINT/SIGTERM
+};
+
+struct TrainResult {
+  ExitCode code = ExitCode::ok;
+  std::string status; // complete | interrupted | failed: <reason>
+  std::string run_dir;
+  long steps = 0;
+  double train_loss = 0.0;
+  double val_loss = 0.0;
+  double val_accuracy = 0.0;
+  bool has_val = false;
+  double wall_seconds = 0.0;
+  double steps_per_second = 0.0;
+};
+
+TrainResult run_training(const TrainOptions& opt);
+
+// Digest of the resolved config without the keys that cannot change a result (thread count, trace
+// level, checkpoint and evaluation intervals): checkpoints are bound to it.
+std::string result_config_digest(const std::string& resolved_config_json);
+
+} // namespace reprun

@@ -1,0 +1,75 @@
+// The app: command table, parsing, and the one place where errors become exit codes.
+#include "cli/cli.hpp"
+
+#include "reprun/buildinfo.hpp"
+#include "reprun/error.hpp"
+
+#include <fmt/format.h>
+#include <iostream>
+#include <unistd.h>
+
+namespace reprun::cli {
+
+namespace {
+std::vector<std::string> g_argv;
+}
+
+const std::vector<CommandSpec>& commands() {
+  static const std::vector<CommandSpec> k_commands = {
+      {"train", "Train the built-in MLP deterministically and write a run record", add_train},
+  };
+  return k_commands;
+}
+
+std::vector<std::string> command_line(int, char**) { return g_argv; }
+
+bool stderr_is_terminal() { return ::isatty(2) == 1; }
+
+int run_main(int argc, char** argv) {
+  g_argv.assign(argv, argv + argc);
+  CLI::App app{"reprun: reproducible ML training, and the auditor that says where two runs part"};
+  app.set_version_flag("--version", "reprun " + reprun_version());
+  app.require_subcommand(1);
+  std::vector<std::string> names;
+  Action action;
+  std::vector<std::pair<CLI::App*, Action>> actions;
+  for (const auto& c : commands()) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    actions.emplace_back(sub, c.add(*sub));
+    names.push_back(c.name);
+  }
+  try {
+    if (argc >= 2 && argv[1][0] != '-') {
+      std::string first = argv[1];
+      bool known = false;
+      for (const auto& n : names) {
+        known = known || n == first;
+      }
+      if (!known) {
+        throw Error(fmt::format("unknown command '{}'{}; run 'reprun --help' for the list", first,
+                                did_you_mean(first, names)));
+      }
+    }
+    app.parse(argc, argv);
+    for (auto& [sub, act] : actions) {
+      if (sub->parsed()) {
+        return act();
+      }
+    }
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : static_cast<int>(ExitCode::input_error);
+  } catch (const Error& e) {
+    std::cerr << "reprun: error: " << e.what() << "\n";
+    return static_cast<int>(e.code());
+  } catch (const std::bad_alloc&) {
+    std::cerr << "reprun: error: out of memory\n";
+    return static_cast<int>(ExitCode::input_error);
+  } catch (const std::exception& e) {
+    std::cerr << "reprun: error: " << e.what() << "\n";
+    return static_cast<int>(ExitCode::input_error);
+  }
+}
+
+} // namespace reprun::cli

@@ -1,0 +1,36 @@
+// The command-line layer: one file per subcommand declares its options and calls one library
+// function. Only files under src/cli include CLI11.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace reprun::cli {
+
+// A subcommand's run function: returns the process exit code.
+using Action = std::function<int()>;
+
+struct CommandSpec {
+  const char* name;
+  const char* help;
+  Action (*add)(CLI::App& sub); // declares options, returns what to run once parsed
+};
+
+// The command table (cli_commands.cpp): every subcommand with its one-line description.
+const std::vector<CommandSpec>& commands();
+
+// Builds the app, parses, runs; maps every error to its exit code. The whole of main().
+int run_main(int argc, char** argv);
+
+// Shared helpers.
+std::vector<std::string> command_line(int argc, char** argv);
+bool stderr_is_terminal();
+
+Action add_train(CLI::App& sub);
+Action add_diff(CLI::App& sub);
+Action add_check(CLI::App& sub);
+
+} // namespace reprun::cli

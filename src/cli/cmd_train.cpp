@@ -1,0 +1,119 @@
+// `reprun train CONFIG.json [-o RUN_DIR] [--threads N] [--set KEY=VALUE]... [--resume RUN_DIR] [--quiet]`
+#include "cli/cli.hpp"
+
+#include "reprun/trainer.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <fmt/format.h>
+#include <iostream>
+#include <memory>
+
+namespace reprun::cli {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_stop_signal(int sig) {
+  g_stop.store(true);
+  // A second signal ends the process at once.
+  std::signal(sig, SIG_DFL);
+}
+
+struct TrainFlags {
+  std::string config;
+  std::string out;
+  std::string resume;
+  int threads = 0;
+  std::vector<std::string> sets;
+  bool quiet = false;
+  long kill_after = 0;
+};
+
+std::string bar(long step, long total) {
+  const int width = 24;
+  int filled = total > 0 ? static_cast<int>(width * step / total) : width;
+  return std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '.');
+}
+
+int run(const TrainFlags& f) {
+  TrainOptions opt;
+  opt.config_path = f.config;
+  opt.overrides = f.sets;
+  opt.out_dir = f.out;
+  opt.resume_dir = f.resume;
+  opt.threads = f.threads;
+  opt.command_line = command_line(0, nullptr);
+  opt.kill_after_step = f.kill_after;
+  opt.stop = &g_stop;
+  if (f.config.empty() && f.resume.empty()) {
+    throw Error("train: give a CONFIG.json, or --resume RUN_DIR");
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  const bool tty = stderr_is_terminal();
+  auto last_print = std::chrono::steady_clock::now();
+  if (!f.quiet) {
+    opt.on_note = [](const std::string& s) { std::cerr << "reprun: " << s << "\n"; };
+    opt.on_progress = [&](const Progress& p) {
+      auto now = std::chrono::steady_clock::now();
+      bool final = p.step == p.total;
+      if (tty) {
+        if (!final && now - last_print < std::chrono::milliseconds(100)) {
+          return;
+        }
+        double eta = p.steps_per_second > 0 ? static_cast<double>(p.total - p.step) / p.steps_per_second : 0.0;
+        std::cerr << fmt::format("\r[{}] {}/{} loss {:.4f} {:.1f} steps/s ETA {:.0f}s   ", bar(p.step, p.total),
+                                 p.step, p.total, p.loss, p.steps_per_second, eta)
+                  << (final ? "\n" : "") << std::flush;
+      } else {
+        if (!final && !p.eval && now - last_print < std::chrono::seconds(5)) {
+          return;
+        }
+        std::string ev = p.eval ? fmt::format(" val_loss {:.4f} val_acc {:.4f}", p.val_loss, p.val_accuracy) : "";
+        std::cerr << fmt::format("step {}/{} epoch {} loss {:.6f} {:.1f} steps/s{}\n", p.step, p.total, p.epoch,
+                                 p.loss, p.steps_per_second, ev);
+      }
+      last_print = now;
+    };
+  }
+  TrainResult r = run_training(opt);
+  if (tty && !f.quiet && r.status != "complete") {
+    std::cerr << "\n";
+  }
+  if (r.code == ExitCode::different) {
+    std::cerr << "reprun: error: " << r.run_dir << ": " << r.status << "\n";
+  } else if (!f.quiet) {
+    std::cout << fmt::format("run: {}\nstatus: {}\nsteps: {}\ntrain_loss: {}\n", r.run_dir, r.status, r.steps,
+                             r.train_loss);
+    if (r.has_val) {
+      std::cout << fmt::format("val_loss: {}\nval_accuracy: {:.4f}\n", r.val_loss, r.val_accuracy);
+    }
+    std::cout << fmt::format("steps_per_second: {:.1f}\n", r.steps_per_second);
+  }
+  return static_cast<int>(r.code);
+}
+
+} // namespace
+
+Action add_train(CLI::App& sub) {
+  auto f = std::make_shared<TrainFlags>();
+  sub.add_option("config", f->config, "Training config (JSON); optional with --resume");
+  sub.add_option("-o,--out", f->out, "Run directory to create (default: runs/<config>-<time>)");
+  sub.add_option("--threads", f->threads, "Worker threads (overrides determinism.threads)")->check(CLI::Range(1, 1024));
+  sub.add_option("--set", f->sets, "Override a config key: KEY=VALUE (value parsed as JSON, else a string)");
+  sub.add_option("--resume", f->resume, "Continue a stopped run from its latest valid checkpoint");
+  sub.add_flag("-q,--quiet", f->quiet, "Print only errors");
+  sub.add_option("--kill-after-step", f->kill_after,
+                 "Testing aid: SIGKILL this process right after logging the given step")
+      ->group("");
+  return [f] { return run(*f); };
+}
+
+} // namespace reprun::cli

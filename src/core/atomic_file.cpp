@@ -1,0 +1,95 @@
+// AtomicFile: temp file + fsync + rename. See include/reprun/atomic_file.hpp.
+#include "reprun/atomic_file.hpp"
+
+#include "reprun/error.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace reprun {
+
+AtomicFile::AtomicFile(std::string path) : m_path(std::move(path)) {
+  m_tmp = m_path + ".tmp." + std::to_string(::getpid());
+  m_fd = ::open(m_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (m_fd < 0) {
+    throw Error(m_path, std::string("cannot create file: ") + std::strerror(errno));
+  }
+}
+
+AtomicFile::~AtomicFile() {
+  if (m_fd >= 0) {
+    ::close(m_fd);
+    ::unlink(m_tmp.c_str());
+  }
+}
+
+void AtomicFile::write(std::string_view data) {
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(m_fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      throw Error(m_path, std::string("write failed: ") + std::strerror(errno));
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+void AtomicFile::commit() {
+  if (::fsync(m_fd) != 0) {
+    throw Error(m_path, std::string("fsync failed: ") + std::strerror(errno));
+  }
+  if (::close(m_fd) != 0) {
+    m_fd = -1;
+    ::unlink(m_tmp.c_str());
+    throw Error(m_path, std::string("close failed: ") + std::strerror(errno));
+  }
+  m_fd = -1;
+  if (::rename(m_tmp.c_str(), m_path.c_str()) != 0) {
+    ::unlink(m_tmp.c_str());
+    throw Error(m_path, std::string("rename failed: ") + std::strerror(errno));
+  }
+  fsync_dir(std::filesystem::path(m_path).parent_path().string());
+}
+
+void write_file_atomic(const std::string& path, std::string_view data) {
+  AtomicFile f(path);
+  f.write(data);
+  f.commit();
+}
+
+std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(path, "is a directory, expected a file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error(path, std::string("cannot open: ") + std::strerror(errno));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) {
+    throw Error(path, "read failed");
+  }
+  return ss.str();
+}
+
+void fsync_dir(const std::string& dir) {
+  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+} // namespace reprun

@@ -1,0 +1,62 @@
+// XXH3 dispatch: the AVX2 build of the hash where the CPU has AVX2, else the SSE2 one. Both
+// compute the same function; only the speed differs.
+#include "reprun/hash.hpp"
+
+#include <cstdlib>
+#include <new>
+
+extern "C" {
+unsigned long long reprun_xxh3_generic(const void*, size_t);
+unsigned long long reprun_xxh3_avx2(const void*, size_t);
+void reprun_xxh3_reset_generic(void*);
+void reprun_xxh3_reset_avx2(void*);
+void reprun_xxh3_update_generic(void*, const void*, size_t);
+void reprun_xxh3_update_avx2(void*, const void*, size_t);
+unsigned long long reprun_xxh3_digest_generic(const void*);
+unsigned long long reprun_xxh3_digest_avx2(const void*);
+size_t reprun_xxh3_state_size(void);
+}
+
+namespace reprun {
+
+namespace {
+bool has_avx2() {
+  static const bool k_avx2 = __builtin_cpu_supports("avx2");
+  return k_avx2;
+}
+} // namespace
+
+const char* xxh3_impl() { return has_avx2() ? "avx2" : "sse2"; }
+
+uint64_t xxh3_64(const void* data, size_t size) {
+  return has_avx2() ? reprun_xxh3_avx2(data, size) : reprun_xxh3_generic(data, size);
+}
+
+std::string hex64(uint64_t v) {
+  static const char* k_hex = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i) {
+    s[static_cast<size_t>(i)] = k_hex[v & 15];
+    v >>= 4;
+  }
+  return s;
+}
+
+Xxh3Stream::Xxh3Stream() {
+  // XXH3_state_t must be 64-byte aligned.
+  m_state = ::operator new(reprun_xxh3_state_size(), std::align_val_t(64));
+  reset();
+}
+Xxh3Stream::~Xxh3Stream() { ::operator delete(m_state, std::align_val_t(64)); }
+void Xxh3Stream::reset() {
+  has_avx2() ? reprun_xxh3_reset_avx2(m_state) : reprun_xxh3_reset_generic(m_state);
+}
+void Xxh3Stream::update(const void* data, size_t size) {
+  has_avx2() ? reprun_xxh3_update_avx2(m_state, data, size)
+             : reprun_xxh3_update_generic(m_state, data, size);
+}
+uint64_t Xxh3Stream::digest() const {
+  return has_avx2() ? reprun_xxh3_digest_avx2(m_state) : reprun_xxh3_digest_generic(m_state);
+}
+
+} // namespace reprun

@@ -1,0 +1,96 @@
+// Host and GPU facts from the World. No GPU is a normal answer ({"count": 0}), never an error.
+#include "reprun/host.hpp"
+
+#include "reprun/world.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace reprun {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.pop_back();
+  }
+  size_t b = s.find_first_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b);
+}
+
+std::string field(const std::string& text, const std::string& key, char sep) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto p = line.find(sep);
+    if (p != std::string::npos && trim(line.substr(0, p)) == key) {
+      std::string v = trim(line.substr(p + 1));
+      if (v.size() >= 2 && v.front() == '"' && v.back() == '"') {
+        v = v.substr(1, v.size() - 2);
+      }
+      return v;
+    }
+  }
+  return "";
+}
+
+} // namespace
+
+ojson host_info(const World& world) {
+  ojson h;
+  auto os = world.read_system_file("/etc/os-release");
+  h["os"] = os ? field(*os, "PRETTY_NAME", '=') : "unknown";
+  auto u = world.uname();
+  h["kernel"] = u["sysname"] + " " + u["release"];
+  h["arch"] = u["machine"];
+  h["hostname"] = u["nodename"];
+  h["libc"] = world.libc_version();
+  auto cpu = world.read_system_file("/proc/cpuinfo");
+  std::string model = cpu ? field(*cpu, "model name", ':') : "";
+  h["cpu_model"] = model.empty() ? "unknown" : model;
+  ojson isa = ojson::array();
+  if (cpu) {
+    std::string flags = " " + field(*cpu, "flags", ':') + " ";
+    for (const char* f : {"sse2", "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512dq", "avx512bw",
+                          "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile"}) {
+      if (flags.find(std::string(" ") + f + " ") != std::string::npos) {
+        isa.push_back(f);
+      }
+    }
+  }
+  h["isa"] = isa;
+  h["logical_cores"] = world.logical_cores();
+  auto mem = world.read_system_file("/proc/meminfo");
+  std::string total = mem ? field(*mem, "MemTotal", ':') : "";
+  h["memory"] = total.empty() ? "unknown" : total;
+  return h;
+}
+
+ojson gpu_info(const World& world) {
+  ojson g;
+  auto v = world.read_system_file("/proc/driver/nvidia/version");
+  if (!v) {
+    g["count"] = 0;
+    g["driver"] = nullptr;
+    return g;
+  }
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  ..." -> the version token.
+  std::string first = v->substr(0, v->find('\n'));
+  std::string driver;
+  std::istringstream in(first);
+  std::string tok;
+  while (in >> tok) {
+    if (!tok.empty() && std::isdigit(static_cast<unsigned char>(tok[0])) && tok.find('.') != std::string::npos) {
+      driver = tok;
+      break;
+    }
+  }
+  g["driver"] = driver.empty() ? trim(first) : driver;
+  g["count"] = nullptr; // device details need the CUDA runtime build
+  return g;
+}
+
+} // namespace reprun

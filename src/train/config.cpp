@@ -1,0 +1,460 @@
+// Config parsing: every key checked against a table of known keys per section, with types, ranges
+// and defaults; unknown keys get "did you mean". See docs/config.md.
+#include "reprun/config.hpp"
+
+#include "reprun/atomic_file.hpp"
+#include "reprun/error.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+namespace reprun {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+std::string show(const ojson& v) {
+  std::string s = v.dump();
+  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
+// One JSON object of the config: typed getters that remember which keys were read, then finish()
+// rejects the keys nobody read.
+class Section {
+public:
+  Section(const ojson& obj, std::string prefix, const std::string& source)
+    : m_obj(obj), m_prefix(std::move(prefix)), m_source(source) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw Error(m_source, fmt::format("{}{}: {}", m_prefix, key, what));
+  }
+
+  const ojson* find(const std::string& key) {
+    m_known.push_back(key);
+    auto it = m_obj.find(key);
+    if (it == m_obj.end() || it->is_null()) {
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  double number(const std::string& key, double def, double lo, double hi, bool lo_open = false) {
+    const ojson* v = find(key);
+    if (!v) {
+      return def;
+    }
+    if (!v->is_number()) {
+      fail(key, fmt::format("expected a number, got {}", show(*v)));
+    }
+    double d = v->get<double>();
+    if (!(lo_open ? d > lo : d >= lo) || !(d <= hi)) {
+      fail(key, fmt::format("must be {} {} and <= {}, got {}", lo_open ? ">" : ">=", lo, hi, show(*v)));
+    }
+    return d;
+  }
+
+  long integer(const std::string& key, long def, long lo, long hi) {
+    const ojson* v = find(key);
+    if (!v) {
+      return def;
+    }
+    long x = 0;
+    if (v->is_number_unsigned()) {
+      uint64_t u = v->get<uint64_t>();
+      x = u > static_cast<uint64_t>(hi) ? hi + 1 : static_cast<long>(u);
+    } else if (v->is_number_integer()) {
+      x = v->get<long>();
+    } else if (v->is_number_float() && std::abs(v->get<double>()) < 9e15 &&
+               v->get<double>() == static_cast<double>(static_cast<long>(v->get<double>()))) {
+      x = static_cast<long>(v->get<double>());
+    } else {
+      fail(key, fmt::format("expected an integer, got {}", show(*v)));
+    }
+    if (x < lo || x > hi) {
+      fail(key, fmt::format("must be between {} and {}, got {}", lo, hi, show(*v)));
+    }
+    return x;
+  }
+
+  bool boolean(const std::string& key, bool def) {
+    const ojson* v = find(key);
+    if (!v) {
+      return def;
+    }
+    if (!v->is_boolean()) {
+      fail(key, fmt::format("expected true or false, got {}", show(*v)));
+    }
+    return v->get<bool>();
+  }
+
+  std::string choice(const std::string& key, const std::string& def,
+                     const std::vector<std::string>& options) {
+    const ojson* v = find(key);
+    if (!v) {
+      return def;
+    }
+    if (!v->is_string()) {
+      fail(key, fmt::format("expected one of {}, got {}", join(options), show(*v)));
+    }
+    std::string s = v->get<std::string>();
+    for (const auto& o : options) {
+      if (s == o) {
+        return s;
+      }
+    }
+    fail(key, fmt::format("expected one of {}, got \"{}\"{}", join(options), s, did_you_mean(s, options)));
+  }
+
+  std::string string(const std::string& key, const std::string& def, bool required = false) {
+    const ojson* v = find(key);
+    if (!v) {
+      if (required) {
+        fail(key, "missing (required)");
+      }
+      return def;
+    }
+    if (!v->is_string() || v->get<std::string>().empty()) {
+      fail(key, fmt::format("expected a non-empty string, got {}", show(*v)));
+    }
+    return v->get<std::string>();
+  }
+
+  const ojson* object(const std::string& key) {
+    const ojson* v = find(key);
+    if (v && !v->is_object()) {
+      fail(key, fmt::format("expected an object {{...}}, got {}", show(*v)));
+    }
+    return v;
+  }
+
+  void finish() const {
+    for (auto it = m_obj.begin(); it != m_obj.end(); ++it) {
+      bool known = false;
+      for (const auto& k : m_known) {
+        known = known || k == it.key();
+      }
+      if (!known) {
+        fail(it.key(), "unknown key" + did_you_mean(it.key(), m_known));
+      }
+    }
+  }
+
+  const std::string& prefix() const { return m_prefix; }
+
+private:
+  static std::string join(const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) {
+      s += (i ? ", " : "") + std::string("\"") + v[i] + "\"";
+    }
+    return s;
+  }
+
+  const ojson& m_obj;
+  std::string m_prefix;
+  const std::string& m_source;
+  std::vector<std::string> m_known;
+};
+
+const ojson& empty_object() {
+  static const ojson k_empty = ojson::object();
+  return k_empty;
+}
+
+void parse_data(const ojson& o, const std::string& src, DataConfig& d) {
+  Section s(o, "data.", src);
+  d.kind = s.choice("kind", "synthetic", {"synthetic", "csv", "idx"});
+  constexpr long k_max = std::numeric_limits<int32_t>::max();
+  if (d.kind == "synthetic") {
+    d.samples = s.integer("samples", d.samples, 2, 100'000'000);
+    d.features = s.integer("features", d.features, 1, 1'000'000);
+    d.classes = s.integer("classes", d.classes, 2, 100'000);
+    d.noise = s.number("noise", d.noise, 0.0, 1e6);
+    if (static_cast<double>(d.samples) * static_cast<double>(d.features) > 4e9) {
+      s.fail("samples", "samples x features exceeds 4e9 values");
+    }
+  } else if (d.kind == "csv") {
+    d.path = s.string("path", "", true);
+    d.label_column = s.integer("label_column", -1, -100'000, 100'000);
+    const ojson* h = s.find("header");
+    if (h) {
+      if (h->is_boolean()) {
+        d.header = h->get<bool>() ? "true" : "false";
+      } else if (h->is_string() && h->get<std::string>() == "auto") {
+        d.header = "auto";
+      } else {
+        s.fail("header", fmt::format("expected true, false or \"auto\", got {}", show(*h)));
+      }
+    }
+    d.classes = s.integer("classes", 0, 0, 100'000);
+  } else {
+    d.images = s.string("images", "", true);
+    d.labels = s.string("labels", "", true);
+    d.classes = s.integer("classes", 0, 0, 100'000);
+  }
+  (void)k_max;
+  d.validation_fraction = s.number("validation_fraction", d.validation_fraction, 0.0, 0.9);
+  d.normalize = s.choice("normalize", d.normalize, {"none", "standard"});
+  s.finish();
+}
+
+void parse_model(const ojson& o, const std::string& src, ModelConfig& m) {
+  Section s(o, "model.", src);
+  if (const ojson* h = s.find("hidden")) {
+    if (!h->is_array()) {
+      s.fail("hidden", fmt::format("expected a list of layer widths like [256, 256], got {}", show(*h)));
+    }
+    if (h->size() > 16) {
+      s.fail("hidden", "at most 16 hidden layers");
+    }
+    m.hidden.clear();
+    for (size_t i = 0; i < h->size(); ++i) {
+      const ojson& w = (*h)[i];
+      if (!w.is_number_integer() || w.get<long>() < 1 || w.get<long>() > 65536) {
+        s.fail(fmt::format("hidden[{}]", i), fmt::format("expected an integer width 1..65536, got {}", show(w)));
+      }
+      m.hidden.push_back(w.get<long>());
+    }
+  }
+  m.activation = s.choice("activation", m.activation, {"relu", "tanh"});
+  m.dropout = s.number("dropout", m.dropout, 0.0, 0.95);
+  s.finish();
+}
+
+void parse_optimizer(const ojson& o, const std::string& src, OptimizerConfig& p) {
+  Section s(o, "optimizer.", src);
+  p.name = s.choice("name", p.name, {"sgd", "adam"});
+  p.lr = s.number("lr", p.name == "adam" ? 0.001 : 0.05, 0.0, 1e3, true);
+  p.weight_decay = s.number("weight_decay", 0.0, 0.0, 10.0);
+  if (p.name == "sgd") {
+    p.momentum = s.number("momentum", 0.9, 0.0, 0.9999);
+  } else {
+    p.beta1 = s.number("beta1", 0.9, 0.0, 0.9999);
+    p.beta2 = s.number("beta2", 0.999, 0.0, 0.999999);
+    p.eps = s.number("eps", 1e-8, 0.0, 1.0, true);
+  }
+  s.finish();
+}
+
+void parse_training(const ojson& o, const std::string& src, TrainingConfig& t) {
+  Section s(o, "training.", src);
+  t.batch_size = s.integer("batch_size", t.batch_size, 1, 1'000'000);
+  bool has_epochs = s.find("epochs") != nullptr;
+  bool has_steps = s.find("steps") != nullptr;
+  if (has_epochs && has_steps) {
+    s.fail("steps", "give either \"epochs\" or \"steps\", not both");
+  }
+  t.epochs = has_steps ? 0 : s.integer("epochs", 1, 1, 1'000'000);
+  t.steps = has_steps ? s.integer("steps", 0, 1, 1'000'000'000) : 0;
+  t.accumulation = s.integer("accumulation", 1, 1, 4096);
+  if (t.accumulation > t.batch_size) {
+    s.fail("accumulation", fmt::format("must not exceed training.batch_size ({}), got {}",
+                                       t.batch_size, t.accumulation));
+  }
+  t.checkpoint_every = s.integer("checkpoint_every", 100, 1, 1'000'000'000);
+  t.checkpoint_keep = s.integer("checkpoint_keep", 2, 1, 1000);
+  t.eval_every = s.integer("eval_every", 100, 1, 1'000'000'000);
+  t.shuffle = s.boolean("shuffle", true);
+  s.finish();
+}
+
+void parse_determinism(const ojson& o, const std::string& src, DeterminismConfig& d) {
+  Section s(o, "determinism.", src);
+  d.threads = static_cast<int>(s.integer("threads", 0, 0, 1024));
+  if (d.threads == 0) {
+    d.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  d.reduction = s.choice("reduction", d.reduction, {"ordered", "atomic"});
+  d.trace = s.choice("trace", d.trace, {"loss", "weights", "full"});
+  s.finish();
+}
+
+std::pair<int, int> line_col(const std::string& text, size_t byte) {
+  int line = 1, col = 1;
+  for (size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return {line, col};
+}
+
+} // namespace
+
+void apply_override(ojson& doc, const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw Error("--set " + assignment, "expected KEY=VALUE, e.g. --set optimizer.lr=0.1");
+  }
+  std::string key = assignment.substr(0, eq);
+  std::string value = assignment.substr(eq + 1);
+  ojson parsed;
+  try {
+    parsed = ojson::parse(value);
+  } catch (const ojson::parse_error&) {
+    parsed = value;
+  }
+  ojson* node = &doc;
+  size_t start = 0;
+  for (;;) {
+    size_t dot = key.find('.', start);
+    std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (part.empty()) {
+      throw Error("--set " + assignment, "empty key component");
+    }
+    if (!node->is_object()) {
+      throw Error("--set " + assignment, "'" + key.substr(0, start - 1) + "' is not an object");
+    }
+    if (dot == std::string::npos) {
+      (*node)[part] = parsed;
+      return;
+    }
+    if (!node->contains(part) || (*node)[part].is_null()) {
+      (*node)[part] = ojson::object();
+    }
+    node = &(*node)[part];
+    start = dot + 1;
+  }
+}
+
+Config parse_config(const std::string& text, const std::string& source, const std::string& base_dir,
+                    const std::vector<std::string>& overrides) {
+  ojson doc;
+  try {
+    doc = ojson::parse(text);
+  } catch (const ojson::parse_error& e) {
+    auto [line, col] = line_col(text, e.byte > 0 ? e.byte - 1 : 0);
+    std::string what = e.what();
+    auto p = what.find("syntax error");
+    std::string detail = p != std::string::npos ? what.substr(p) : what;
+    // nlohmann prefixes its own position ("while parsing value - "); keep only the reason.
+    auto dash = detail.find(" - ");
+    if (dash != std::string::npos) {
+      detail = detail.substr(dash + 3);
+    }
+    throw Error(fmt::format("{}:{}:{}", source, line, col), "invalid JSON: " + detail);
+  }
+  if (!doc.is_object()) {
+    throw Error(source, "expected a JSON object {...} at the top level");
+  }
+  for (const auto& o : overrides) {
+    apply_override(doc, o);
+  }
+  Config c;
+  c.source = source;
+  c.base_dir = base_dir;
+  Section top(doc, "", source);
+  const ojson* seed = top.find("seed");
+  if (seed) {
+    c.seed = static_cast<uint64_t>(top.integer("seed", 0, 0, std::numeric_limits<int32_t>::max()));
+  } else {
+    std::random_device rd;
+    c.seed = rd() & 0x7fffffffu;
+    c.seed_drawn = true;
+  }
+  if (const ojson* d = top.object("data")) {
+    parse_data(*d, source, c.data);
+  } else {
+    parse_data(empty_object(), source, c.data);
+  }
+  const ojson* m = top.object("model");
+  parse_model(m ? *m : empty_object(), source, c.model);
+  const ojson* o = top.object("optimizer");
+  parse_optimizer(o ? *o : empty_object(), source, c.optimizer);
+  const ojson* t = top.object("training");
+  parse_training(t ? *t : empty_object(), source, c.training);
+  const ojson* det = top.object("determinism");
+  parse_determinism(det ? *det : empty_object(), source, c.determinism);
+  top.find("format"); // allowed: "reprun.config/1"
+  top.find("description");
+  top.finish();
+  return c;
+}
+
+Config load_config_file(const std::string& path, const std::vector<std::string>& overrides) {
+  std::string text = read_file(path);
+  std::filesystem::path p = std::filesystem::absolute(path);
+  return parse_config(text, path, p.parent_path().string(), overrides);
+}
+
+ojson config_to_json(const Config& c) {
+  ojson j;
+  j["seed"] = c.seed;
+  ojson d;
+  d["kind"] = c.data.kind;
+  if (c.data.kind == "synthetic") {
+    d["samples"] = c.data.samples;
+    d["features"] = c.data.features;
+    d["classes"] = c.data.classes;
+    d["noise"] = c.data.noise;
+  } else if (c.data.kind == "csv") {
+    d["path"] = c.data.path;
+    d["label_column"] = c.data.label_column;
+    if (c.data.header == "auto") {
+      d["header"] = "auto";
+    } else {
+      d["header"] = c.data.header == "true";
+    }
+    d["classes"] = c.data.classes;
+  } else {
+    d["images"] = c.data.images;
+    d["labels"] = c.data.labels;
+    d["classes"] = c.data.classes;
+  }
+  d["validation_fraction"] = c.data.validation_fraction;
+  d["normalize"] = c.data.normalize;
+  j["data"] = d;
+  j["model"] = {{"hidden", c.model.hidden}, {"activation", c.model.activation}, {"dropout", c.model.dropout}};
+  ojson o;
+  o["name"] = c.optimizer.name;
+  o["lr"] = c.optimizer.lr;
+  if (c.optimizer.name == "sgd") {
+    o["momentum"] = c.optimizer.momentum;
+  } else {
+    o["beta1"] = c.optimizer.beta1;
+    o["beta2"] = c.optimizer.beta2;
+    o["eps"] = c.optimizer.eps;
+  }
+  o["weight_decay"] = c.optimizer.weight_decay;
+  j["optimizer"] = o;
+  ojson t;
+  t["batch_size"] = c.training.batch_size;
+  if (c.training.steps > 0) {
+    t["steps"] = c.training.steps;
+  } else {
+    t["epochs"] = c.training.epochs;
+  }
+  t["accumulation"] = c.training.accumulation;
+  t["checkpoint_every"] = c.training.checkpoint_every;
+  t["checkpoint_keep"] = c.training.checkpoint_keep;
+  t["eval_every"] = c.training.eval_every;
+  t["shuffle"] = c.training.shuffle;
+  j["training"] = t;
+  j["determinism"] = {{"threads", c.determinism.threads},
+                      {"reduction", c.determinism.reduction},
+                      {"trace", c.determinism.trace}};
+  return j;
+}
+
+Config config_from_json(const ojson& j, const std::string& source) {
+  return parse_config(j.dump(), source, "", {});
+}
+
+std::string resolve_data_path(const Config& c, const std::string& p) {
+  std::filesystem::path path(p);
+  if (path.is_absolute() || c.base_dir.empty()) {
+    return path.string();
+  }
+  return (std::filesystem::path(c.base_dir) / path).lexically_normal().string();
+}
+
+} // namespace reprun

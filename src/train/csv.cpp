@@ -1,0 +1,162 @@
+// CSV reader: numeric columns, one label column (a non-negative integer class). Strict: a ragged
+// row, an empty or non-numeric field, or a bad label is an error naming file:line:column.
+#include "reprun/atomic_file.hpp"
+#include "reprun/data.hpp"
+#include "reprun/error.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+#include <string_view>
+
+namespace reprun {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') {
+    s = s.substr(1, s.size() - 2);
+  }
+  return s;
+}
+
+bool parse_double(std::string_view s, double& out) {
+  if (!s.empty() && s.front() == '+') {
+    s.remove_prefix(1);
+  }
+  if (s.empty()) {
+    return false;
+  }
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+void split_fields(std::string_view line, std::vector<std::string_view>& out) {
+  out.clear();
+  size_t start = 0;
+  for (;;) {
+    size_t comma = line.find(',', start);
+    if (comma == std::string_view::npos) {
+      out.push_back(line.substr(start));
+      return;
+    }
+    out.push_back(line.substr(start, comma - start));
+    start = comma + 1;
+  }
+}
+
+} // namespace
+
+Dataset read_csv(const std::vector<std::string>& files, const std::string& display_base,
+                 long& label_column, std::string& header, long classes) {
+  (void)display_base;
+  Dataset d;
+  long ncols = -1;
+  long label = -1;
+  std::vector<std::string_view> fields;
+  std::vector<float> row;
+  int32_t max_label = -1;
+  bool header_resolved = header != "auto";
+  bool has_header = header == "true";
+  for (const auto& file : files) {
+    std::string text = read_file(file);
+    size_t pos = 0;
+    long lineno = 0;
+    bool first = true;
+    while (pos < text.size()) {
+      size_t nl = text.find('\n', pos);
+      std::string_view line(text.data() + pos, (nl == std::string::npos ? text.size() : nl) - pos);
+      pos = nl == std::string::npos ? text.size() : nl + 1;
+      ++lineno;
+      if (trim(line).empty()) {
+        continue;
+      }
+      split_fields(line, fields);
+      if (first) {
+        first = false;
+        if (!header_resolved) {
+          double tmp;
+          bool numeric = true;
+          for (auto f : fields) {
+            numeric = numeric && parse_double(trim(f), tmp);
+          }
+          has_header = !numeric;
+          header_resolved = true;
+        }
+        if (ncols < 0) {
+          ncols = static_cast<long>(fields.size());
+          if (ncols < 2) {
+            throw Error(fmt::format("{}:{}", file, lineno),
+                        "need at least 2 columns (features and a label), found 1; is the separator a comma?");
+          }
+          label = label_column < 0 ? ncols + label_column : label_column;
+          if (label < 0 || label >= ncols) {
+            throw Error(fmt::format("{}:{}", file, lineno),
+                        fmt::format("label_column {} is out of range for {} columns", label_column, ncols));
+          }
+        }
+        if (has_header) {
+          if (static_cast<long>(fields.size()) != ncols) {
+            throw Error(fmt::format("{}:{}", file, lineno),
+                        fmt::format("header has {} columns, expected {}", fields.size(), ncols));
+          }
+          continue;
+        }
+      }
+      if (static_cast<long>(fields.size()) != ncols) {
+        throw Error(fmt::format("{}:{}", file, lineno),
+                    fmt::format("row has {} columns, expected {} (ragged row)", fields.size(), ncols));
+      }
+      row.clear();
+      size_t col_offset = 0;
+      for (long c = 0; c < ncols; ++c) {
+        std::string_view f = trim(fields[static_cast<size_t>(c)]);
+        double v = 0;
+        if (!parse_double(f, v) || !std::isfinite(v)) {
+          throw Error(fmt::format("{}:{}:{}", file, lineno, col_offset + 1),
+                      fmt::format("column {}: not a finite number: '{}'", c + 1,
+                                  std::string(f.substr(0, 40))));
+        }
+        if (c == label) {
+          if (v < 0 || v != std::floor(v) || v > 1e5) {
+            throw Error(fmt::format("{}:{}:{}", file, lineno, col_offset + 1),
+                        fmt::format("label (column {}) must be a non-negative integer class, got '{}'",
+                                    c + 1, std::string(f)));
+          }
+          int32_t y = static_cast<int32_t>(v);
+          if (classes > 0 && y >= classes) {
+            throw Error(fmt::format("{}:{}:{}", file, lineno, col_offset + 1),
+                        fmt::format("label {} out of range: data.classes is {}", y, classes));
+          }
+          d.y.push_back(y);
+          max_label = std::max(max_label, y);
+        } else {
+          row.push_back(static_cast<float>(v));
+        }
+        col_offset += fields[static_cast<size_t>(c)].size() + 1;
+      }
+      d.x.insert(d.x.end(), row.begin(), row.end());
+    }
+  }
+  if (d.y.empty()) {
+    throw Error(files.size() == 1 ? files[0] : files[0] + " (and others)", "no data rows");
+  }
+  label_column = label;
+  header = has_header ? "true" : "false";
+  d.n = static_cast<long>(d.y.size());
+  d.features = ncols - 1;
+  d.classes = classes > 0 ? classes : max_label + 1;
+  if (d.classes < 2) {
+    throw Error(files[0], "labels contain a single class; need at least 2");
+  }
+  return d;
+}
+
+} // namespace reprun

@@ -1,0 +1,212 @@
+// Synthetic data, split, shuffle and normalisation. File formats live in csv.cpp and idx.cpp.
+#include "reprun/data.hpp"
+
+#include "reprun/error.hpp"
+#include "reprun/hash.hpp"
+#include "reprun/rng.hpp"
+#include "reprun/threadpool.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+
+namespace reprun {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Approximately Gaussian value from 4 uniforms (Irwin-Hall, scaled to unit variance): no
+// transcendental function involved, so the data cannot depend on libm.
+float gaussianish(const Philox4& r) {
+  float s = to_unit_float(r[0]) + to_unit_float(r[1]) + to_unit_float(r[2]) + to_unit_float(r[3]);
+  return (s - 2.0f) * 1.7320508f;
+}
+
+Dataset make_synthetic(const DataConfig& dc, uint64_t seed, ThreadPool* pool) {
+  Dataset d;
+  d.n = dc.samples;
+  d.features = dc.features;
+  d.classes = dc.classes;
+  d.x.resize(static_cast<size_t>(d.n * d.features));
+  d.y.resize(static_cast<size_t>(d.n));
+  // Class centres: uniform in [-1, 1) per feature.
+  std::vector<float> centres(static_cast<size_t>(d.classes * d.features));
+  for (long c = 0; c < d.classes; ++c) {
+    for (long f = 0; f < d.features; ++f) {
+      Philox4 r = draw(seed, Stream::data_means, static_cast<uint32_t>(c), static_cast<uint32_t>(f / 4));
+      centres[static_cast<size_t>(c * d.features + f)] = 2.0f * to_unit_float(r[f % 4]) - 1.0f;
+    }
+  }
+  const float noise = static_cast<float>(dc.noise) * 0.5f;
+  constexpr long k_rows = 256;
+  int tasks = static_cast<int>((d.n + k_rows - 1) / k_rows);
+  auto gen = [&](int t, int) {
+    long i1 = std::min(d.n, (t + 1) * k_rows);
+    for (long i = t * k_rows; i < i1; ++i) {
+      Philox4 lr = draw(seed, Stream::data_labels, static_cast<uint32_t>(i));
+      int32_t label = static_cast<int32_t>(to_below(lr[0], lr[1], static_cast<uint32_t>(d.classes)));
+      d.y[static_cast<size_t>(i)] = label;
+      const float* c = &centres[static_cast<size_t>(label * d.features)];
+      float* x = &d.x[static_cast<size_t>(i * d.features)];
+      for (long f = 0; f < d.features; ++f) {
+        Philox4 r = draw(seed, Stream::data_noise, static_cast<uint32_t>(i), static_cast<uint32_t>(f));
+        x[f] = c[f] + noise * gaussianish(r);
+      }
+    }
+  };
+  if (pool) {
+    pool->parallel_for(tasks, gen);
+  } else {
+    for (int t = 0; t < tasks; ++t) {
+      gen(t, 0);
+    }
+  }
+  uint64_t hx = xxh3_64(d.x.data(), d.x.size() * sizeof(float));
+  uint64_t hy = xxh3_64(d.y.data(), d.y.size() * sizeof(int32_t));
+  d.fingerprint = "xxh3:" + hex64(hx) + hex64(hy);
+  return d;
+}
+
+std::vector<std::string> csv_files(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(path, ec)) {
+      if (e.path().extension() == ".csv" && e.is_regular_file()) {
+        files.push_back(e.path().string());
+      }
+    }
+    if (ec) {
+      throw Error(path, "cannot list directory: " + ec.message());
+    }
+    std::sort(files.begin(), files.end());
+    if (files.empty()) {
+      throw Error(path, "directory contains no *.csv file");
+    }
+    return files;
+  }
+  if (!fs::exists(path, ec)) {
+    throw Error(path, "no such file or directory");
+  }
+  return {path};
+}
+
+std::string display_path(const std::string& p, const std::string& base) {
+  if (base.empty()) {
+    return p;
+  }
+  std::error_code ec;
+  fs::path rel = fs::relative(p, base, ec);
+  if (ec || rel.empty() || *rel.begin() == "..") {
+    return p;
+  }
+  return rel.string();
+}
+
+void fingerprint_files(Dataset& d, const std::vector<std::string>& files, const std::string& base) {
+  Sha256 root;
+  for (const auto& f : files) {
+    DataFile df;
+    df.path = display_path(f, base);
+    df.sha256 = sha256_file(f, &df.size);
+    root.update_field("path", df.path);
+    root.update_field("size", std::to_string(df.size));
+    root.update_field("sha256", df.sha256);
+    d.files.push_back(df);
+  }
+  d.fingerprint = "sha256:" + root.hex_digest();
+}
+
+} // namespace
+
+Dataset load_dataset(Config& cfg, ThreadPool* pool) {
+  DataConfig& dc = cfg.data;
+  Dataset d;
+  if (dc.kind == "synthetic") {
+    d = make_synthetic(dc, cfg.seed, pool);
+  } else if (dc.kind == "csv") {
+    auto files = csv_files(resolve_data_path(cfg, dc.path));
+    d = read_csv(files, cfg.base_dir, dc.label_column, dc.header, dc.classes);
+    fingerprint_files(d, files, cfg.base_dir);
+  } else {
+    std::string images = resolve_data_path(cfg, dc.images);
+    std::string labels = resolve_data_path(cfg, dc.labels);
+    d = read_idx(images, labels, dc.classes);
+    fingerprint_files(d, {images, labels}, cfg.base_dir);
+  }
+  dc.classes = d.classes;
+  return d;
+}
+
+Split split_dataset(const Dataset& d, double validation_fraction, uint64_t seed) {
+  std::vector<uint32_t> perm(static_cast<size_t>(d.n));
+  for (size_t i = 0; i < perm.size(); ++i) {
+    perm[i] = static_cast<uint32_t>(i);
+  }
+  // Fisher-Yates from the last position down; draw i depends only on (seed, i).
+  for (size_t i = perm.size(); i > 1; --i) {
+    Philox4 r = draw(seed, Stream::split, static_cast<uint32_t>(i - 1));
+    std::swap(perm[i - 1], perm[to_below(r[0], r[1], static_cast<uint32_t>(i))]);
+  }
+  size_t n_val = static_cast<size_t>(std::floor(validation_fraction * static_cast<double>(d.n)));
+  Split s;
+  s.val.assign(perm.begin(), perm.begin() + static_cast<long>(n_val));
+  s.train.assign(perm.begin() + static_cast<long>(n_val), perm.end());
+  return s;
+}
+
+std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, long epoch, bool shuffle) {
+  std::vector<uint32_t> order(n);
+  for (size_t i = 0; i < n; ++i) {
+    order[i] = static_cast<uint32_t>(i);
+  }
+  if (!shuffle) {
+    return order;
+  }
+  for (size_t i = n; i > 1; --i) {
+    Philox4 r = draw(seed, Stream::shuffle, static_cast<uint32_t>(epoch), static_cast<uint32_t>(i - 1));
+    std::swap(order[i - 1], order[to_below(r[0], r[1], static_cast<uint32_t>(i))]);
+  }
+  return order;
+}
+
+void normalize_standard(Dataset& d, const Split& s) {
+  const size_t f = static_cast<size_t>(d.features);
+  std::vector<double> mean(f, 0.0), var(f, 0.0);
+  if (s.train.empty()) {
+    return;
+  }
+  for (uint32_t i : s.train) {
+    const float* x = &d.x[i * f];
+    for (size_t j = 0; j < f; ++j) {
+      mean[j] += x[j];
+    }
+  }
+  const double n = static_cast<double>(s.train.size());
+  for (size_t j = 0; j < f; ++j) {
+    mean[j] /= n;
+  }
+  for (uint32_t i : s.train) {
+    const float* x = &d.x[i * f];
+    for (size_t j = 0; j < f; ++j) {
+      double dx = x[j] - mean[j];
+      var[j] += dx * dx;
+    }
+  }
+  std::vector<float> m(f), inv(f);
+  for (size_t j = 0; j < f; ++j) {
+    double sd = std::sqrt(var[j] / n);
+    m[j] = static_cast<float>(mean[j]);
+    inv[j] = sd > 1e-12 ? static_cast<float>(1.0 / sd) : 1.0f;
+  }
+  for (long i = 0; i < d.n; ++i) {
+    float* x = &d.x[static_cast<size_t>(i) * f];
+    for (size_t j = 0; j < f; ++j) {
+      x[j] = (x[j] - m[j]) * inv[j];
+    }
+  }
+}
+
+} // namespace reprun

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages reprun needs, and only those that are missing.
+# Usage: tools/install-deps.sh [build|test|bench]   (each level includes the ones before it)
+set -euo pipefail
+level=${1:-build}
+pkgs=(cmake make g++ git pkg-config libcli11-dev nlohmann-json3-dev libssl-dev libfmt-dev doctest-dev libxxhash-dev)
+if [[ $level == test || $level == bench ]]; then
+  pkgs+=(python3 python3-numpy)
+fi
+if [[ $level == bench ]]; then
+  pkgs+=(python3-torch python3-threadpoolctl libopenblas-dev b3sum hyperfine)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "deps: all ${#pkgs[@]} packages present (${level})"
+  exit 0
+fi
+echo "deps: installing ${missing[*]}"
+sudo=""
+if [[ $(id -u) != 0 ]]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
