@@ -58,8 +58,11 @@ int run_main(int argc, char** argv) {
     }
     return 0;
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : static_cast<int>(ExitCode::input_error);
+    if (e.get_exit_code() == 0) {
+      return app.exit(e); // --help, --version
+    }
+    std::cerr << "reprun: error: " << e.what() << " (see 'reprun --help')\n";
+    return static_cast<int>(ExitCode::input_error);
   } catch (const Error& e) {
     std::cerr << "reprun: error: " << e.what() << "\n";
     return static_cast<int>(e.code());

@@ -93,23 +93,23 @@ std::vector<std::string> csv_files(const std::string& path) {
   return {path};
 }
 
-std::string display_path(const std::string& p, const std::string& base) {
-  if (base.empty()) {
-    return p;
+// Names recorded for data files: relative to the dataset folder for a folder, else the path as
+// the config wrote it, so that two machines with different checkouts record the same names.
+std::string display_path(const std::string& file, const std::string& root) {
+  if (root.empty()) {
+    return file;
   }
   std::error_code ec;
-  fs::path rel = fs::relative(p, base, ec);
-  if (ec || rel.empty() || *rel.begin() == "..") {
-    return p;
-  }
-  return rel.string();
+  fs::path rel = fs::relative(file, root, ec);
+  return ec || rel.empty() ? file : rel.string();
 }
 
-void fingerprint_files(Dataset& d, const std::vector<std::string>& files, const std::string& base) {
+void fingerprint_files(Dataset& d, const std::vector<std::string>& files, const std::vector<std::string>& names) {
   Sha256 root;
-  for (const auto& f : files) {
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string& f = files[i];
     DataFile df;
-    df.path = display_path(f, base);
+    df.path = names[i];
     df.sha256 = sha256_file(f, &df.size);
     root.update_field("path", df.path);
     root.update_field("size", std::to_string(df.size));
@@ -127,14 +127,21 @@ Dataset load_dataset(Config& cfg, ThreadPool* pool) {
   if (dc.kind == "synthetic") {
     d = make_synthetic(dc, cfg.seed, pool);
   } else if (dc.kind == "csv") {
-    auto files = csv_files(resolve_data_path(cfg, dc.path));
+    const std::string root = resolve_data_path(cfg, dc.path);
+    auto files = csv_files(root);
     d = read_csv(files, cfg.base_dir, dc.label_column, dc.header, dc.classes);
-    fingerprint_files(d, files, cfg.base_dir);
+    std::vector<std::string> names;
+    std::error_code ec;
+    const bool is_dir = fs::is_directory(root, ec);
+    for (const auto& f : files) {
+      names.push_back(is_dir ? display_path(f, root) : dc.path);
+    }
+    fingerprint_files(d, files, names);
   } else {
     std::string images = resolve_data_path(cfg, dc.images);
     std::string labels = resolve_data_path(cfg, dc.labels);
     d = read_idx(images, labels, dc.classes);
-    fingerprint_files(d, {images, labels}, cfg.base_dir);
+    fingerprint_files(d, {images, labels}, {dc.images, dc.labels});
   }
   dc.classes = d.classes;
   return d;

@@ -1,0 +1,69 @@
+# Shared helpers for the end-to-end tests: each test_*.sh sources this, runs the real binary
+# ($REPRUN, set by CTest) in its own temporary folder, and keeps that folder when it fails.
+set -u
+: "${REPRUN:?set REPRUN to the reprun binary}"
+: "${REPRUN_SRC:?set REPRUN_SRC to the source tree}"
+T=$(mktemp -d "${TMPDIR:-/tmp}/reprun-e2e.XXXXXX")
+EX="$REPRUN_SRC/examples"
+TD="$REPRUN_SRC/testdata"
+cd "$T" || exit 1
+
+fail() {
+  echo "FAIL: $*" >&2
+  echo "(temporary folder kept: $T)" >&2
+  exit 1
+}
+
+pass() {
+  echo "ok: $(basename "$0")"
+  rm -rf "$T"
+  exit 0
+}
+
+skip() {
+  echo "SKIPPED: $*"
+  rm -rf "$T"
+  exit 125
+}
+
+# run_rc CMD...: runs a command, stdout to $T/out, stderr to $T/err; sets RC.
+run_rc() {
+  "$@" >"$T/out" 2>"$T/err"
+  RC=$?
+}
+
+# expect_rc CODE CMD...
+expect_rc() {
+  local want=$1
+  shift
+  run_rc "$@"
+  [[ $RC == "$want" ]] || fail "expected exit $want, got $RC from: $*
+stderr: $(head -c 2000 "$T/err")"
+}
+
+# expect_error PATTERN CMD...: exit 2, exactly one stderr line "reprun: error: ..." matching PATTERN.
+expect_error() {
+  local pattern=$1
+  shift
+  expect_rc 2 "$@"
+  local lines
+  lines=$(wc -l <"$T/err")
+  [[ $lines == 1 ]] || fail "expected one error line, got $lines from: $*
+$(cat "$T/err")"
+  grep -q '^reprun: error: ' "$T/err" || fail "error line lacks 'reprun: error: ': $(cat "$T/err")"
+  grep -qE -- "$pattern" "$T/err" || fail "error line does not match /$pattern/: $(cat "$T/err")"
+}
+
+# small_config FILE [extra JSON members...]: a quick synthetic config.
+small_config() {
+  local file=$1
+  shift
+  local extra=""
+  for m in "$@"; do extra+=", $m"; done
+  cat >"$file" <<JSON
+{"seed": 5,
+ "data": {"kind": "synthetic", "samples": 600, "features": 12, "classes": 3},
+ "model": {"hidden": [16, 16]},
+ "training": {"batch_size": 32, "epochs": 2, "checkpoint_every": 10, "eval_every": 20}${extra}}
+JSON
+}

@@ -1,0 +1,49 @@
+# Stop a run hard (SIGKILL right after a step) and resume it in a fresh process, under another
+# thread count: the finished record is bitwise identical to an uninterrupted run's. Also SIGINT:
+# exit 130, status interrupted, and the resume finishes identical too.
+source "$(dirname "$0")/lib.sh"
+small_config "$T/c.json"
+expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/full" --threads 1 -q
+for k in 7 10 23 34; do
+  run_rc "$REPRUN" train "$T/c.json" -o "$T/k$k" --threads 2 -q --kill-after-step "$k"
+  [[ $RC == 137 ]] || fail "expected SIGKILL (137) after step $k, got $RC"
+  grep -q '"status": "running"' "$T/k$k/summary.json" || fail "killed run's summary should not say complete"
+  expect_rc 0 "$REPRUN" train --resume "$T/k$k" --threads 1 -q
+  cmp -s "$T/full/steps.jsonl" "$T/k$k/steps.jsonl" || fail "resumed run (killed after $k) differs"
+  cmp -s "$T/full/evals.jsonl" "$T/k$k/evals.jsonl" || fail "resumed evals (killed after $k) differ"
+  grep -q '"status": "complete"' "$T/k$k/summary.json" || fail "resumed run is not complete"
+done
+# Resuming a complete run changes nothing.
+expect_rc 0 "$REPRUN" train --resume "$T/k7" -q
+cmp -s "$T/full/steps.jsonl" "$T/k7/steps.jsonl" || fail "resuming a complete run changed it"
+# Resuming with a different config is refused.
+expect_error 'differs from the configuration of the run being resumed' \
+  "$REPRUN" train "$T/c.json" --resume "$T/k7" --set optimizer.lr=0.5
+# A corrupt latest checkpoint is skipped in favour of the one before.
+run_rc "$REPRUN" train "$T/c.json" -o "$T/corrupt" -q --kill-after-step 25
+latest=$(ls "$T/corrupt/checkpoints"/*.ckpt | sort | tail -n 1)
+size=$(stat -c %s "$latest")
+printf 'garbage' | dd of="$latest" bs=1 seek=$((size - 20)) conv=notrunc status=none
+expect_rc 0 "$REPRUN" train --resume "$T/corrupt"
+grep -q 'skipping checkpoint: .*payload SHA-256 does not match' "$T/err" || fail "corrupt checkpoint not reported: $(cat "$T/err")"
+cmp -s "$T/full/steps.jsonl" "$T/corrupt/steps.jsonl" || fail "resume past a corrupt checkpoint differs"
+
+# SIGINT: finish the step, checkpoint, status interrupted, exit 130.
+sed 's/"epochs": 2/"epochs": 400/' "$T/c.json" >"$T/long.json"
+expect_rc 0 "$REPRUN" train "$T/long.json" -o "$T/long_full" -q --set training.steps=3000 --set training.epochs=null
+"$REPRUN" train "$T/long.json" -o "$T/int" -q --set training.steps=3000 --set training.epochs=null &
+pid=$!
+for _ in $(seq 100); do
+  [[ -s "$T/int/steps.jsonl" ]] && break
+  sleep 0.05
+done
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+[[ $rc == 130 ]] || fail "SIGINT: expected exit 130, got $rc"
+grep -q '"status": "interrupted"' "$T/int/summary.json" || fail "SIGINT: status is not interrupted"
+n=$(wc -l <"$T/int/steps.jsonl")
+[[ -f "$T/int/checkpoints/step-$(printf %09d "$n").ckpt" ]] || fail "SIGINT: no checkpoint at the last step $n"
+expect_rc 0 "$REPRUN" train --resume "$T/int" -q
+cmp -s "$T/long_full/steps.jsonl" "$T/int/steps.jsonl" || fail "resume after SIGINT differs"
+pass

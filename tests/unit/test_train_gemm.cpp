@@ -1,0 +1,78 @@
+#include "reprun/gemm.hpp"
+#include "reprun/rng.hpp"
+#include "reprun/threadpool.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <doctest/doctest.h>
+#include <vector>
+
+using namespace reprun;
+
+namespace {
+std::vector<float> random_matrix(long n, uint32_t tag) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (long i = 0; i < n; ++i) {
+    v[static_cast<size_t>(i)] = 2.0f * to_unit_float(draw(99, Stream::init, tag, static_cast<uint32_t>(i))[0]) - 1.0f;
+  }
+  return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+} // namespace
+
+TEST_CASE("gemm_acc matches a float64 reference on edge shapes") {
+  for (auto [M, N, K] : {std::tuple{1L, 1L, 1L}, {5L, 17L, 3L}, {49L, 65L, 300L}, {128L, 10L, 256L}, {7L, 33L, 1L}}) {
+    auto A = random_matrix(M * K, 1), B = random_matrix(K * N, 2), C = random_matrix(M * N, 3);
+    auto C0 = C;
+    gemm_acc(M, N, K, MatView{A.data(), K, 1}, B.data(), N, C.data(), N, nullptr);
+    for (long i = 0; i < M; ++i) {
+      for (long j = 0; j < N; ++j) {
+        double ref = C0[static_cast<size_t>(i * N + j)];
+        for (long k = 0; k < K; ++k) {
+          ref += static_cast<double>(A[static_cast<size_t>(i * K + k)]) * B[static_cast<size_t>(k * N + j)];
+        }
+        REQUIRE(std::fabs(C[static_cast<size_t>(i * N + j)] - ref) <= 1e-5 * (1.0 + std::sqrt(static_cast<double>(K))));
+      }
+    }
+  }
+}
+
+TEST_CASE("AVX2 and portable kernels give identical bits") {
+  const long M = 53, N = 77, K = 301;
+  auto A = random_matrix(M * K, 4), B = random_matrix(K * N, 5), C = random_matrix(M * N, 6);
+  auto C1 = C, C2 = C;
+  gemm_force_portable(true);
+  gemm_acc(M, N, K, MatView{A.data(), K, 1}, B.data(), N, C1.data(), N, nullptr);
+  gemm_force_portable(false);
+  gemm_acc(M, N, K, MatView{A.data(), K, 1}, B.data(), N, C2.data(), N, nullptr);
+  CHECK(same_bits(C1, C2));
+  // Transposed A (the weight-gradient shape) too.
+  auto T1 = C, T2 = C;
+  gemm_force_portable(true);
+  gemm_acc(M, N, K, MatView{A.data(), 1, M}, B.data(), N, T1.data(), N, nullptr);
+  gemm_force_portable(false);
+  gemm_acc(M, N, K, MatView{A.data(), 1, M}, B.data(), N, T2.data(), N, nullptr);
+  CHECK(same_bits(T1, T2));
+}
+
+TEST_CASE("Thread count and a split of K cannot change a bit") {
+  const long M = 130, N = 260, K = 200;
+  auto A = random_matrix(M * K, 7), B = random_matrix(K * N, 8);
+  std::vector<float> ref(static_cast<size_t>(M * N), 0.0f);
+  gemm_acc(M, N, K, MatView{A.data(), K, 1}, B.data(), N, ref.data(), N, nullptr);
+  for (int threads : {2, 3, 8}) {
+    ThreadPool pool(threads);
+    std::vector<float> c(static_cast<size_t>(M * N), 0.0f);
+    gemm_acc(M, N, K, MatView{A.data(), K, 1}, B.data(), N, c.data(), N, &pool);
+    CHECK(same_bits(ref, c));
+  }
+  for (long split : {1L, 37L, 100L, 199L}) {
+    std::vector<float> c(static_cast<size_t>(M * N), 0.0f);
+    gemm_acc(M, N, split, MatView{A.data(), K, 1}, B.data(), N, c.data(), N, nullptr);
+    gemm_acc(M, N, K - split, MatView{A.data() + split, K, 1}, B.data() + split * N, N, c.data(), N, nullptr);
+    CHECK(same_bits(ref, c));
+  }
+}
