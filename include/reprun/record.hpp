@@ -41,6 +41,8 @@ struct StepRecord {
 // "Infinity", "-Infinity" (JSON has no literal for them).
 std::string json_number(double v);
 std::string format_step_line(const StepRecord& r); // ends with '\n'
+// The step-0 line: the initial weights (no loss, no batch), written before the first step.
+std::string format_initial_line(const StepRecord& r);
 
 // Append-only log: one write() per line.
 class AppendLog {

@@ -33,19 +33,32 @@ std::string json_number(double v) {
   return fmt::format("{}", v);
 }
 
+namespace {
+void append_tensors(std::string& s, const std::vector<TensorSum>& tensors) {
+  s += ",\"tensors\":{";
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto& t = tensors[i];
+    s += fmt::format("{}\"{}\":{{\"xxh3\":\"{}\",\"norm\":{}}}", i ? "," : "", t.name, hex64(t.xxh3),
+                     json_number(t.norm));
+  }
+  s += "}";
+}
+} // namespace
+
+std::string format_initial_line(const StepRecord& r) {
+  std::string s = "{\"step\":0,\"epoch\":0";
+  append_tensors(s, r.tensors);
+  s += "}\n";
+  return s;
+}
+
 std::string format_step_line(const StepRecord& r) {
   std::string s;
   s.reserve(128 + r.tensors.size() * 80 + (r.forward.size() + r.backward.size()) * 60);
   s += fmt::format("{{\"step\":{},\"epoch\":{},\"loss\":{},\"batch\":\"{}\"", r.step, r.epoch,
                    json_number(r.loss), hex64(r.batch));
   if (!r.tensors.empty()) {
-    s += ",\"tensors\":{";
-    for (size_t i = 0; i < r.tensors.size(); ++i) {
-      const auto& t = r.tensors[i];
-      s += fmt::format("{}\"{}\":{{\"xxh3\":\"{}\",\"norm\":{}}}", i ? "," : "", t.name, hex64(t.xxh3),
-                       json_number(t.norm));
-    }
-    s += "}";
+    append_tensors(s, r.tensors);
   }
   auto list = [&](const char* key, const std::vector<TraceEntry>& v) {
     if (v.empty()) {

@@ -37,6 +37,9 @@ std::string result_config_digest(const std::string& resolved_config_json) {
     c["determinism"].erase("trace");
   }
   if (c.contains("training")) {
+    // The run length does not change any step: a checkpoint at step s continues any longer run.
+    c["training"].erase("epochs");
+    c["training"].erase("steps");
     c["training"].erase("checkpoint_every");
     c["training"].erase("checkpoint_keep");
     c["training"].erase("eval_every");
@@ -153,6 +156,15 @@ std::vector<NamedTensor> checkpoint_tensors(Mlp& model, Optimizer& optim) {
     t.push_back({s.name, s.data});
   }
   return t;
+}
+
+// L2 norm in float64, summed in index order.
+double tensor_norm(const float* x, size_t n) {
+  double sq = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    sq += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  }
+  return std::sqrt(sq);
 }
 
 void prune_checkpoints(const std::string& run_dir, long keep) {
@@ -275,7 +287,8 @@ TrainResult run_training(const TrainOptions& opt) {
         }
       }
     }
-    truncate_log_to_step(steps_path, start_step);
+    // From no checkpoint the step-0 line is written again, so it goes too.
+    truncate_log_to_step(steps_path, start_step == 0 ? -1 : start_step);
     truncate_log_to_step(evals_path, start_step);
     manifest["resumes"].push_back({{"from_step", start_step},
                                    {"time", real_world().now_iso8601()},
@@ -333,6 +346,15 @@ TrainResult run_training(const TrainOptions& opt) {
   const auto t_loop = std::chrono::steady_clock::now();
   long steps_this_process = 0;
 
+  if (start_step == 0 && trace_weights) {
+    // Step 0: the initial state (weights before any update), so a diff can tell initial-state
+    // differences from computation.
+    StepRecord init;
+    for (const auto& p : params) {
+      init.tensors.push_back({p.name, xxh3_64(p.data, p.size * sizeof(float)), tensor_norm(p.data, p.size)});
+    }
+    steps_log.append(format_initial_line(init));
+  }
   for (long s = start_step + 1; s <= plan.total_steps; ++s) {
     const long epoch = (s - 1) / plan.steps_per_epoch;
     const long pos = (s - 1) % plan.steps_per_epoch;
@@ -375,11 +397,7 @@ TrainResult run_training(const TrainOptions& opt) {
     rec.tensors.clear();
     if (trace_weights) {
       for (const auto& p : params) {
-        double sq = 0.0;
-        for (size_t i = 0; i < p.size; ++i) {
-          sq += static_cast<double>(p.data[i]) * static_cast<double>(p.data[i]);
-        }
-        rec.tensors.push_back({p.name, xxh3_64(p.data, p.size * sizeof(float)), std::sqrt(sq)});
+        rec.tensors.push_back({p.name, xxh3_64(p.data, p.size * sizeof(float)), tensor_norm(p.data, p.size)});
       }
     }
     steps_log.append(format_step_line(rec));

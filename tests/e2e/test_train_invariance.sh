@@ -10,7 +10,7 @@ for a in 1 2 4; do
   expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/a$a" --threads 2 -q --set training.accumulation=$a
 done
 expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/again" --threads 2 -q
-[[ $(wc -l <"$T/t1/steps.jsonl") == 34 ]] || fail "expected 34 steps, got $(wc -l <"$T/t1/steps.jsonl")"
+[[ $(wc -l <"$T/t1/steps.jsonl") == 35 ]] || fail "expected 35 lines (step 0 and 34 steps), got $(wc -l <"$T/t1/steps.jsonl")"
 grep -q '"backward":\[' "$T/t1/steps.jsonl" || fail "trace full wrote no backward entries"
 for d in t2 t3 t8 a1 a2 a4 again; do
   cmp -s "$T/t1/steps.jsonl" "$T/$d/steps.jsonl" || fail "steps.jsonl of $d differs from threads=1"
