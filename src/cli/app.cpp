@@ -17,6 +17,9 @@ std::vector<std::string> g_argv;
 const std::vector<CommandSpec>& commands() {
   static const std::vector<CommandSpec> k_commands = {
       {"train", "Train the built-in MLP deterministically and write a run record", add_train},
+      {"diff", "Compare two runs: identical or not, what changed, where they part", add_diff},
+      {"check", "CI gate: train several times (varying threads, accumulation, resume) and require identical bits",
+       add_check},
   };
   return k_commands;
 }

@@ -1,0 +1,115 @@
+// The diff engine: are two runs bitwise identical, and if not, what differs in their metadata and
+// where their numbers first part. It streams both step logs (memory does not grow with their
+// length) and compares identical lines as bytes before parsing anything. Reports render a
+// DiffResult (report.hpp); nothing here prints.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace reprun {
+
+struct DiffOptions {
+  std::optional<double> rtol;
+  std::optional<double> atol;
+  std::optional<uint64_t> max_ulps;
+  std::vector<std::string> ignore_meta; // key prefixes the user chose to ignore
+  std::vector<std::string> varied;      // key prefixes `check --vary` changed on purpose
+  bool tolerance() const { return rtol || atol || max_ulps; }
+};
+
+// One manifest field that differs.
+struct MetaDelta {
+  std::string key;      // "config.optimizer.lr"
+  std::string category; // dataset, config, seeds, code, libraries, gpu, cpu, environment, host
+  int rank = 0;         // 1 = most likely to explain a numeric divergence
+  std::string a, b;     // JSON text of each side; "(absent)" when missing
+  enum class Kind { material, informational, volatile_field, ignored, varied } kind = Kind::material;
+};
+
+struct DataFileDelta {
+  std::string path;
+  uint64_t size_a = 0, size_b = 0;
+};
+
+struct DatasetDelta {
+  std::vector<DataFileDelta> added, removed, changed;
+  bool any() const { return !added.empty() || !removed.empty() || !changed.empty(); }
+};
+
+struct TensorDelta {
+  std::string name;
+  double norm_a = 0, norm_b = 0;
+  double rel = 0; // relative difference of the norms
+  bool has_norm = false;
+};
+
+struct Divergence {
+  bool found = false;
+  long step = 0;
+  long line = 0;
+  long epoch = -1;
+  // data order | initial state | computation | run ended early | steps differ
+  std::string classification;
+  std::string detail;
+  std::string first_tensor;  // first differing tensor in model order
+  std::string trace_phase;   // forward | backward | update (trace full on both sides)
+  std::string trace_entry;   // first differing trace entry
+  bool has_loss = false;
+  double loss_a = 0, loss_b = 0;
+  uint64_t loss_ulps = 0;
+  double loss_rel = 0;
+  long loss_differs_from = 0; // first step whose loss differs (0: none within the logs)
+  std::vector<TensorDelta> tensors;
+};
+
+struct GapPoint {
+  long step = 0;
+  double loss_a = 0, loss_b = 0;
+  double abs_diff = 0;
+  bool is_end = false;
+};
+
+struct RunSide {
+  std::string label;      // path as given
+  std::string steps_path;
+  bool is_run_dir = false;
+  nlohmann::ordered_json manifest; // null for bare logs
+  nlohmann::ordered_json summary;  // null for bare logs
+  long lines = 0;                  // complete step records
+  long last_step = -1;
+  size_t partial_tail = 0;
+  std::string status; // from summary.json, or "" for bare logs
+};
+
+struct DiffResult {
+  bool identical = false;
+  std::string mode; // "bitwise" or "tolerance (rtol=..., ...)"
+  std::string verdict;
+  RunSide a, b;
+  std::vector<MetaDelta> meta; // sorted: material by rank, then informational, varied, ignored, volatile
+  DatasetDelta dataset;
+  Divergence divergence;
+  std::vector<GapPoint> growth;
+  long steps_compared = 0;
+  std::vector<std::pair<long, std::pair<double, double>>> loss_series; // decimated, for plots
+  std::vector<std::string> notes;
+  long material_meta_count() const;
+};
+
+// Compares two run directories, or two bare step-log files. Throws Error (exit 2) on unreadable
+// or invalid input.
+DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptions& opt);
+
+// Manifest comparison alone (used by diff_runs; exposed for tests).
+std::vector<MetaDelta> diff_manifests(const nlohmann::ordered_json& a, const nlohmann::ordered_json& b,
+                                      const DiffOptions& opt, DatasetDelta& dataset);
+
+// Distance in units in the last place between two doubles (0 for +0/-0; max for NaN).
+uint64_t ulp_distance(double a, double b);
+
+} // namespace reprun

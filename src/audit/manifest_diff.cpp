@@ -1,0 +1,213 @@
+// Manifest comparison: flatten both manifests to dotted keys, classify each differing key
+// (material and ranked by how likely it explains a numeric divergence, informational, volatile),
+// and list data files added, removed or changed.
+#include "reprun/diff.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace reprun {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+void flatten(const ojson& j, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+      if (key == "data.files" || key == "inputs.files") {
+        continue; // compared file by file
+      }
+      flatten(*it, key, out);
+    }
+    return;
+  }
+  out[prefix] = j.dump();
+}
+
+bool has_prefix(const std::string& key, const std::string& p) {
+  return key == p || (key.size() > p.size() && key.compare(0, p.size(), p) == 0 && key[p.size()] == '.');
+}
+
+struct Rule {
+  const char* prefix;
+  const char* category;
+  int rank;
+  MetaDelta::Kind kind;
+};
+
+// First matching rule wins; order matters (specific before general).
+const std::vector<Rule>& rules() {
+  using K = MetaDelta::Kind;
+  static const std::vector<Rule> k_rules = {
+      // Volatile: expected to differ between any two runs.
+      {"created", "volatile", 100, K::volatile_field},
+      {"command_line", "volatile", 100, K::volatile_field},
+      {"working_directory", "volatile", 100, K::volatile_field},
+      {"config_file.path", "volatile", 100, K::volatile_field},
+      {"config_file.dir", "volatile", 100, K::volatile_field},
+      {"config_file.overrides", "volatile", 100, K::volatile_field},
+      {"host.hostname", "volatile", 100, K::volatile_field},
+      {"resumes", "volatile", 100, K::volatile_field},
+      {"wall_seconds", "volatile", 100, K::volatile_field},
+      {"program.run_dir", "volatile", 100, K::volatile_field},
+      // Informational: guaranteed not to change a result of the built-in trainer.
+      {"config.determinism.threads", "config", 90, K::informational},
+      {"config.determinism.trace", "config", 90, K::informational},
+      {"config.training.checkpoint_every", "config", 90, K::informational},
+      {"config.training.checkpoint_keep", "config", 90, K::informational},
+      {"config.training.eval_every", "config", 90, K::informational},
+      {"reprun.kernels", "code", 90, K::informational},
+      // Material, ranked.
+      {"data", "dataset", 1, K::material},
+      {"inputs", "dataset", 1, K::material},
+      {"config", "config", 2, K::material},
+      {"config_digest", "config", 2, K::material},
+      {"config_file", "config", 2, K::material},
+      {"plan", "config", 2, K::material},
+      {"model", "config", 2, K::material},
+      {"seeds", "seeds", 3, K::material},
+      {"reprun.libraries", "libraries", 5, K::material},
+      {"reprun", "code", 4, K::material},
+      {"code", "code", 4, K::material},
+      {"program", "code", 4, K::material},
+      {"kind", "code", 4, K::material},
+      {"format", "code", 4, K::material},
+      {"python", "libraries", 5, K::material},
+      {"gpu", "gpu", 6, K::material},
+      {"host.cpu_model", "cpu", 7, K::material},
+      {"host.isa", "cpu", 7, K::material},
+      {"host.arch", "cpu", 7, K::material},
+      {"env", "environment", 8, K::material},
+      {"pins", "environment", 8, K::material},
+      {"host", "host", 9, K::material},
+  };
+  return k_rules;
+}
+
+void classify(MetaDelta& d, const DiffOptions& opt) {
+  d.category = "other";
+  d.rank = 10;
+  d.kind = MetaDelta::Kind::material;
+  for (const auto& r : rules()) {
+    if (has_prefix(d.key, r.prefix)) {
+      d.category = r.category;
+      d.rank = r.rank;
+      d.kind = r.kind;
+      break;
+    }
+  }
+  if (d.kind == MetaDelta::Kind::material || d.kind == MetaDelta::Kind::informational) {
+    for (const auto& p : opt.varied) {
+      if (has_prefix(d.key, p)) {
+        d.kind = MetaDelta::Kind::varied;
+      }
+    }
+  }
+  if (d.kind == MetaDelta::Kind::material) {
+    for (const auto& p : opt.ignore_meta) {
+      if (has_prefix(d.key, p)) {
+        d.kind = MetaDelta::Kind::ignored;
+      }
+    }
+  }
+}
+
+std::map<std::string, std::pair<uint64_t, std::string>> file_map(const ojson& m, const char* section) {
+  std::map<std::string, std::pair<uint64_t, std::string>> out;
+  if (!m.is_object() || !m.contains(section) || !m[section].is_object() || !m[section].contains("files") ||
+      !m[section]["files"].is_array()) {
+    return out;
+  }
+  for (const auto& f : m[section]["files"]) {
+    if (f.is_object() && f.contains("path") && f["path"].is_string()) {
+      uint64_t size = f.contains("size") && f["size"].is_number_unsigned() ? f["size"].get<uint64_t>() : 0;
+      std::string digest = f.contains("sha256") && f["sha256"].is_string() ? f["sha256"].get<std::string>() : "";
+      out[f["path"].get<std::string>()] = {size, digest};
+    }
+  }
+  return out;
+}
+
+int kind_order(MetaDelta::Kind k) {
+  switch (k) {
+  case MetaDelta::Kind::material: return 0;
+  case MetaDelta::Kind::informational: return 1;
+  case MetaDelta::Kind::varied: return 2;
+  case MetaDelta::Kind::ignored: return 3;
+  case MetaDelta::Kind::volatile_field: return 4;
+  }
+  return 5;
+}
+
+} // namespace
+
+std::vector<MetaDelta> diff_manifests(const ojson& a, const ojson& b, const DiffOptions& opt,
+                                      DatasetDelta& dataset) {
+  std::map<std::string, std::string> fa, fb;
+  flatten(a, "", fa);
+  flatten(b, "", fb);
+  std::vector<MetaDelta> out;
+  auto ia = fa.begin();
+  auto ib = fb.begin();
+  while (ia != fa.end() || ib != fb.end()) {
+    MetaDelta d;
+    if (ib == fb.end() || (ia != fa.end() && ia->first < ib->first)) {
+      d.key = ia->first;
+      d.a = ia->second;
+      d.b = "(absent)";
+      ++ia;
+    } else if (ia == fa.end() || ib->first < ia->first) {
+      d.key = ib->first;
+      d.a = "(absent)";
+      d.b = ib->second;
+      ++ib;
+    } else {
+      bool same = ia->second == ib->second;
+      d.key = ia->first;
+      d.a = ia->second;
+      d.b = ib->second;
+      ++ia;
+      ++ib;
+      if (same) {
+        continue;
+      }
+    }
+    classify(d, opt);
+    out.push_back(d);
+  }
+  for (const char* section : {"data", "inputs"}) {
+    auto ma = file_map(a, section), mb = file_map(b, section);
+    for (const auto& [path, v] : mb) {
+      auto it = ma.find(path);
+      if (it == ma.end()) {
+        dataset.added.push_back({path, 0, v.first});
+      } else if (it->second != v) {
+        dataset.changed.push_back({path, it->second.first, v.first});
+      }
+    }
+    for (const auto& [path, v] : ma) {
+      if (!mb.count(path)) {
+        dataset.removed.push_back({path, v.first, 0});
+      }
+    }
+  }
+  if (dataset.any()) {
+    MetaDelta d;
+    d.key = "data.files";
+    d.a = std::to_string(file_map(a, "data").size() + file_map(a, "inputs").size()) + " files";
+    d.b = std::to_string(file_map(b, "data").size() + file_map(b, "inputs").size()) + " files";
+    classify(d, opt);
+    out.push_back(d);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const MetaDelta& x, const MetaDelta& y) {
+    if (kind_order(x.kind) != kind_order(y.kind)) {
+      return kind_order(x.kind) < kind_order(y.kind);
+    }
+    return x.rank < y.rank;
+  });
+  return out;
+}
+
+} // namespace reprun

@@ -1,0 +1,60 @@
+// `reprun diff RUN_A RUN_B [--format F] [-o FILE] [--rtol X] [--atol X] [--max-ulps N] [--ignore-meta FIELD]...`
+#include "cli/cli.hpp"
+
+#include "reprun/atomic_file.hpp"
+#include "reprun/diff.hpp"
+#include "reprun/report.hpp"
+
+#include <iostream>
+#include <memory>
+
+namespace reprun::cli {
+
+namespace {
+struct DiffFlags {
+  std::string a, b;
+  std::string format = "text";
+  std::string out;
+  double rtol = -1, atol = -1;
+  long long max_ulps = -1;
+  std::vector<std::string> ignore;
+};
+
+int run(const DiffFlags& f) {
+  ReportFormat fmt = parse_report_format(f.format);
+  DiffOptions opt;
+  if (f.rtol >= 0) {
+    opt.rtol = f.rtol;
+  }
+  if (f.atol >= 0) {
+    opt.atol = f.atol;
+  }
+  if (f.max_ulps >= 0) {
+    opt.max_ulps = static_cast<uint64_t>(f.max_ulps);
+  }
+  opt.ignore_meta = f.ignore;
+  DiffResult r = diff_runs(f.a, f.b, opt);
+  if (f.out.empty()) {
+    std::cout << render_diff(r, fmt, fmt == ReportFormat::text && want_color());
+  } else {
+    write_file_atomic(f.out, render_diff(r, fmt, false));
+    std::cout << r.verdict << "\n";
+  }
+  return r.identical ? 0 : 1;
+}
+} // namespace
+
+Action add_diff(CLI::App& sub) {
+  auto f = std::make_shared<DiffFlags>();
+  sub.add_option("run_a", f->a, "First run directory (or steps.jsonl file)")->required();
+  sub.add_option("run_b", f->b, "Second run directory (or steps.jsonl file)")->required();
+  sub.add_option("--format", f->format, "Report format: text, json, markdown, junit, html");
+  sub.add_option("-o,--output", f->out, "Write the report to FILE (the verdict still goes to stdout)");
+  sub.add_option("--rtol", f->rtol, "Tolerance mode: relative tolerance for losses and norms")->check(CLI::NonNegativeNumber);
+  sub.add_option("--atol", f->atol, "Tolerance mode: absolute tolerance")->check(CLI::NonNegativeNumber);
+  sub.add_option("--max-ulps", f->max_ulps, "Tolerance mode: units in the last place")->check(CLI::NonNegativeNumber);
+  sub.add_option("--ignore-meta", f->ignore, "Do not fail on this manifest field (and its sub-fields)");
+  return [f] { return run(*f); };
+}
+
+} // namespace reprun::cli

@@ -1,0 +1,186 @@
+// JSON reports: the stable, documented schema (docs/report-format.md) carrying everything the
+// text report says. Version "reprun.report/1".
+#include "reprun/error.hpp"
+#include "reprun/report.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <unistd.h>
+
+namespace reprun {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+ojson number(double v) {
+  if (std::isnan(v)) {
+    return "NaN";
+  }
+  if (std::isinf(v)) {
+    return v > 0 ? "Infinity" : "-Infinity";
+  }
+  return v;
+}
+
+const char* kind_name(MetaDelta::Kind k) {
+  switch (k) {
+  case MetaDelta::Kind::material: return "material";
+  case MetaDelta::Kind::informational: return "informational";
+  case MetaDelta::Kind::volatile_field: return "volatile";
+  case MetaDelta::Kind::ignored: return "ignored";
+  case MetaDelta::Kind::varied: return "varied";
+  }
+  return "material";
+}
+
+ojson side_json(const RunSide& s) {
+  return {{"path", s.label},   {"steps_file", s.steps_path}, {"run_directory", s.is_run_dir},
+          {"status", s.status.empty() ? ojson(nullptr) : ojson(s.status)},
+          {"records", s.lines}, {"last_step", s.last_step}};
+}
+
+ojson files_json(const std::vector<DataFileDelta>& v) {
+  ojson a = ojson::array();
+  for (const auto& f : v) {
+    a.push_back({{"path", f.path}, {"size_a", f.size_a}, {"size_b", f.size_b}});
+  }
+  return a;
+}
+
+ojson summary_metrics(const ojson& s) {
+  ojson m = ojson::object();
+  if (!s.is_object()) {
+    return m;
+  }
+  for (const char* k : {"status", "steps", "train_loss", "val_loss", "val_accuracy"}) {
+    if (s.contains(k)) {
+      m[k] = s[k];
+    }
+  }
+  return m;
+}
+
+} // namespace
+
+ReportFormat parse_report_format(const std::string& name) {
+  if (name == "text") {
+    return ReportFormat::text;
+  }
+  if (name == "json") {
+    return ReportFormat::json;
+  }
+  if (name == "markdown" || name == "md") {
+    return ReportFormat::markdown;
+  }
+  if (name == "junit") {
+    return ReportFormat::junit;
+  }
+  if (name == "html") {
+    return ReportFormat::html;
+  }
+  throw Error("--format " + name, "unknown report format; expected text, json, markdown, junit or html" +
+                                      did_you_mean(name, {"text", "json", "markdown", "junit", "html"}));
+}
+
+bool want_color() {
+  const char* nc = std::getenv("NO_COLOR");
+  return ::isatty(1) == 1 && (nc == nullptr || nc[0] == '\0');
+}
+
+ojson diff_to_json(const DiffResult& r) {
+  ojson j;
+  j["format"] = "reprun.report/1";
+  j["kind"] = "diff";
+  j["identical"] = r.identical;
+  j["verdict"] = r.verdict;
+  j["mode"] = r.mode;
+  j["a"] = side_json(r.a);
+  j["b"] = side_json(r.b);
+  ojson meta = ojson::array();
+  for (const auto& m : r.meta) {
+    meta.push_back({{"key", m.key}, {"category", m.category}, {"rank", m.rank}, {"kind", kind_name(m.kind)},
+                    {"a", m.a}, {"b", m.b}});
+  }
+  j["metadata"] = meta;
+  j["dataset"] = {{"added", files_json(r.dataset.added)},
+                  {"removed", files_json(r.dataset.removed)},
+                  {"changed", files_json(r.dataset.changed)}};
+  const Divergence& d = r.divergence;
+  if (d.found) {
+    ojson tensors = ojson::array();
+    for (const auto& t : d.tensors) {
+      tensors.push_back({{"name", t.name},
+                         {"norm_a", t.has_norm ? number(t.norm_a) : ojson(nullptr)},
+                         {"norm_b", t.has_norm ? number(t.norm_b) : ojson(nullptr)},
+                         {"norm_rel_diff", t.has_norm ? number(t.rel) : ojson(nullptr)}});
+    }
+    j["divergence"] = {{"step", d.step},
+                       {"line", d.line},
+                       {"epoch", d.epoch >= 0 ? ojson(d.epoch) : ojson(nullptr)},
+                       {"classification", d.classification},
+                       {"detail", d.detail},
+                       {"first_tensor", d.first_tensor.empty() ? ojson(nullptr) : ojson(d.first_tensor)},
+                       {"trace_phase", d.trace_phase.empty() ? ojson(nullptr) : ojson(d.trace_phase)},
+                       {"trace_entry", d.trace_entry.empty() ? ojson(nullptr) : ojson(d.trace_entry)},
+                       {"loss_a", d.has_loss ? number(d.loss_a) : ojson(nullptr)},
+                       {"loss_b", d.has_loss ? number(d.loss_b) : ojson(nullptr)},
+                       {"loss_ulps", d.has_loss ? ojson(d.loss_ulps) : ojson(nullptr)},
+                       {"loss_rel_diff", d.has_loss ? number(d.loss_rel) : ojson(nullptr)},
+                       {"loss_differs_from", d.loss_differs_from > 0 ? ojson(d.loss_differs_from) : ojson(nullptr)},
+                       {"tensors", tensors}};
+  } else {
+    j["divergence"] = nullptr;
+  }
+  ojson growth = ojson::array();
+  for (const auto& g : r.growth) {
+    growth.push_back({{"step", g.step}, {"loss_a", number(g.loss_a)}, {"loss_b", number(g.loss_b)},
+                      {"abs_diff", number(g.abs_diff)}, {"end", g.is_end}});
+  }
+  j["growth"] = growth;
+  j["final"] = {{"a", summary_metrics(r.a.summary)}, {"b", summary_metrics(r.b.summary)}};
+  j["steps_compared"] = r.steps_compared;
+  j["notes"] = r.notes;
+  return j;
+}
+
+ojson check_to_json(const CheckResult& r) {
+  ojson j;
+  j["format"] = "reprun.report/1";
+  j["kind"] = "check";
+  j["identical"] = r.identical;
+  j["verdict"] = r.verdict;
+  j["config"] = r.config;
+  j["work_dir"] = r.work_dir;
+  j["vary"] = r.vary;
+  ojson runs = ojson::array();
+  for (const auto& run : r.runs) {
+    runs.push_back({{"run", run.index}, {"dir", run.dir}, {"variation", run.variation},
+                    {"exit_code", run.exit_code}, {"status", run.status}});
+  }
+  j["runs"] = runs;
+  ojson pairs = ojson::array();
+  for (const auto& p : r.pairs) {
+    ojson pj = {{"run", p.run}, {"against", 1}, {"diff", diff_to_json(p.diff)}};
+    if (p.localization) {
+      const Localization& l = *p.localization;
+      pj["localization"] = {{"found", l.found},
+                            {"step", l.step},
+                            {"phase", l.phase},
+                            {"layer", l.layer},
+                            {"tensor", l.tensor},
+                            {"entry", l.entry},
+                            {"loss_differs_from", l.loss_differs_from > 0 ? ojson(l.loss_differs_from) : ojson(nullptr)},
+                            {"replay_from_step", l.replay_from},
+                            {"sentence", l.sentence},
+                            {"note", l.note}};
+    } else {
+      pj["localization"] = nullptr;
+    }
+    pairs.push_back(pj);
+  }
+  j["pairs"] = pairs;
+  return j;
+}
+
+} // namespace reprun

@@ -1,0 +1,314 @@
+// Markdown, JUnit XML and HTML renderings, and the dispatch from ReportFormat.
+#include "reprun/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace reprun {
+
+std::string render_diff_text(const DiffResult& r, bool color);
+std::string render_check_text(const CheckResult& r, bool color);
+std::string dataset_sentence(const DatasetDelta& d);
+
+namespace {
+
+std::string esc_xml(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+    case '&': o += "&amp;"; break;
+    case '<': o += "&lt;"; break;
+    case '>': o += "&gt;"; break;
+    case '"': o += "&quot;"; break;
+    case '\'': o += "&apos;"; break;
+    default:
+      // Control characters are not allowed in XML 1.0.
+      if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') {
+        o += ' ';
+      } else {
+        o += c;
+      }
+    }
+  }
+  return o;
+}
+
+std::string esc_md(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '|') {
+      o += "\\|";
+    } else if (c == '\n') {
+      o += ' ';
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+std::string short_value(const std::string& v) { return v.size() > 60 ? v.substr(0, 57) + "..." : v; }
+
+std::string diff_markdown(const DiffResult& r, const std::string& heading) {
+  std::string o;
+  o += fmt::format("{} {} {}\n\n", heading, r.identical ? "✅" : "❌", esc_md(r.verdict));
+  o += fmt::format("- **A**: `{}` ({})\n- **B**: `{}` ({})\n- **mode**: {}\n\n", r.a.label,
+                   r.a.status.empty() ? "bare log" : r.a.status, r.b.label, r.b.status.empty() ? "bare log" : r.b.status,
+                   r.mode);
+  const Divergence& d = r.divergence;
+  if (d.found) {
+    o += fmt::format("**First divergence:** step {} — **{}**: {}\n\n", d.step, d.classification, esc_md(d.detail));
+    if (d.has_loss) {
+      o += fmt::format("Loss at that step: A `{}`, B `{}` ({} ulp, relative {:.3g})\n\n", d.loss_a, d.loss_b,
+                       d.loss_ulps, d.loss_rel);
+    }
+  }
+  bool header = false;
+  for (const auto& m : r.meta) {
+    if (m.kind != MetaDelta::Kind::material) {
+      continue;
+    }
+    if (!header) {
+      o += "| rank | category | field | A | B |\n|---|---|---|---|---|\n";
+      header = true;
+    }
+    std::string a = m.key == "data.files" ? dataset_sentence(r.dataset) : short_value(m.a);
+    o += fmt::format("| {} | {} | `{}` | {} | {} |\n", m.rank, m.category, esc_md(m.key), esc_md(a),
+                     esc_md(m.key == "data.files" ? "" : short_value(m.b)));
+  }
+  if (header) {
+    o += "\n";
+  }
+  if (r.growth.size() > 1) {
+    o += "| step | loss A | loss B | abs diff |\n|---:|---:|---:|---:|\n";
+    for (const auto& g : r.growth) {
+      o += fmt::format("| {}{} | {} | {} | {:.3g} |\n", g.step, g.is_end ? " (end)" : "", g.loss_a, g.loss_b, g.abs_diff);
+    }
+    o += "\n";
+  }
+  for (const auto& n : r.notes) {
+    o += "> " + esc_md(n) + "\n";
+  }
+  return o;
+}
+
+std::string junit_case(const std::string& name, const DiffResult& r, const std::string& extra) {
+  std::string o = fmt::format("    <testcase classname=\"reprun\" name=\"{}\">\n", esc_xml(name));
+  if (!r.identical) {
+    o += fmt::format("      <failure message=\"{}\" type=\"{}\">{}</failure>\n", esc_xml(r.verdict),
+                     esc_xml(r.divergence.found ? r.divergence.classification : "metadata"),
+                     esc_xml(extra + render_diff_text(r, false)));
+  } else {
+    o += fmt::format("      <system-out>{}</system-out>\n", esc_xml(r.verdict));
+  }
+  o += "    </testcase>\n";
+  return o;
+}
+
+std::string junit_document(const std::string& suite, const std::vector<std::string>& cases, long failures) {
+  std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  o += fmt::format("<testsuites name=\"reprun\" tests=\"{}\" failures=\"{}\">\n", cases.size(), failures);
+  o += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">\n", esc_xml(suite), cases.size(), failures);
+  for (const auto& c : cases) {
+    o += c;
+  }
+  o += "  </testsuite>\n</testsuites>\n";
+  return o;
+}
+
+// SVG plot of both loss curves, the first divergence marked.
+std::string loss_svg(const DiffResult& r) {
+  const auto& s = r.loss_series;
+  if (s.size() < 2) {
+    return "<p>(not enough loss values to plot)</p>";
+  }
+  const double W = 860, H = 320, L = 70, R = 20, T = 20, B = 40;
+  double x0 = static_cast<double>(s.front().first), x1 = static_cast<double>(s.back().first);
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& p : s) {
+    for (double v : {p.second.first, p.second.second}) {
+      if (std::isfinite(v)) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+    }
+  }
+  if (!std::isfinite(lo)) {
+    return "<p>(no finite loss values to plot)</p>";
+  }
+  const bool logy = lo > 0 && hi / lo > 20;
+  auto ty = [&](double v) { return logy ? std::log10(v) : v; };
+  double ylo = ty(lo), yhi = ty(hi);
+  if (yhi - ylo < 1e-12) {
+    yhi = ylo + 1;
+  }
+  if (x1 - x0 < 1) {
+    x1 = x0 + 1;
+  }
+  auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
+  auto py = [&](double v) { return T + (1 - (ty(v) - ylo) / (yhi - ylo)) * (H - T - B); };
+  auto path = [&](bool second) {
+    std::string d;
+    bool pen = false;
+    for (const auto& p : s) {
+      double v = second ? p.second.second : p.second.first;
+      if (!std::isfinite(v) || (logy && v <= 0)) {
+        pen = false;
+        continue;
+      }
+      d += fmt::format("{}{:.1f},{:.1f} ", pen ? "L" : "M", px(static_cast<double>(p.first)), py(v));
+      pen = true;
+    }
+    return d;
+  };
+  std::string o = fmt::format(
+      "<svg id=\"loss-plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
+      "role=\"img\" aria-label=\"loss curves\">\n",
+      W, H, W, H);
+  o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", L, T,
+                   W - L - R, H - T - B);
+  for (int i = 0; i <= 4; ++i) {
+    double yv = ylo + (yhi - ylo) * i / 4.0;
+    double y = T + (1 - i / 4.0) * (H - T - B);
+    double label = logy ? std::pow(10.0, yv) : yv;
+    o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{:.3g}</text>\n", L - 6, y + 4,
+                     label);
+    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", L, W - R, y, y);
+  }
+  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\">step {}</text>\n", L, H - 12, s.front().first);
+  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">step {}</text>\n", W - R, H - 12,
+                   s.back().first);
+  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">loss{}</text>\n", (W + L) / 2,
+                   H - 12, logy ? " (log scale)" : "");
+  if (r.divergence.found && r.divergence.step >= s.front().first && r.divergence.step <= s.back().first) {
+    double x = px(static_cast<double>(r.divergence.step));
+    o += fmt::format("<line id=\"divergence-marker\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#d00\" "
+                     "stroke-width=\"2\" stroke-dasharray=\"4 3\"/>\n",
+                     x, x, T, H - B);
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" fill=\"#d00\">first divergence: step {}</text>\n",
+                     x + 4, T + 14, r.divergence.step);
+  }
+  o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\"/>\n", path(false));
+  o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#ff7f0e\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>\n",
+                   path(true));
+  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#1f77b4\">A</text>\n", W - R - 40, T + 16);
+  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#ff7f0e\">B</text>\n", W - R - 20, T + 16);
+  o += "</svg>\n";
+  return o;
+}
+
+std::string html_section(const DiffResult& r, const std::string& title, const Localization* loc) {
+  std::string o = fmt::format("<section><h2>{}</h2>\n<p class=\"verdict {}\">{}</p>\n", esc_xml(title),
+                              r.identical ? "ok" : "bad", esc_xml(r.verdict));
+  o += fmt::format("<p>A: <code>{}</code> ({})<br>B: <code>{}</code> ({})<br>mode: {}</p>\n", esc_xml(r.a.label),
+                   esc_xml(r.a.status), esc_xml(r.b.label), esc_xml(r.b.status), esc_xml(r.mode));
+  if (loc) {
+    o += fmt::format("<p class=\"loc\"><b>Localization:</b> {}</p>\n", esc_xml(loc->found ? loc->sentence : loc->note));
+  }
+  const Divergence& d = r.divergence;
+  if (d.found) {
+    o += fmt::format("<p><b>First divergence:</b> step {} — <b>{}</b>: {}</p>\n", d.step, esc_xml(d.classification),
+                     esc_xml(d.detail));
+  }
+  o += loss_svg(r);
+  o += "<h3>Metadata differences</h3>\n<table><tr><th>rank</th><th>category</th><th>field</th><th>A</th><th>B</th>"
+       "<th>counted</th></tr>\n";
+  for (const auto& m : r.meta) {
+    std::string a = m.key == "data.files" ? dataset_sentence(r.dataset) : short_value(m.a);
+    std::string b = m.key == "data.files" ? "" : short_value(m.b);
+    o += fmt::format("<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                     m.rank, esc_xml(m.category), esc_xml(m.key), esc_xml(a), esc_xml(b),
+                     m.kind == MetaDelta::Kind::material ? "yes" : "no");
+  }
+  o += "</table>\n";
+  if (r.growth.size() > 1) {
+    o += "<h3>How the gap grows</h3>\n<table><tr><th>step</th><th>loss A</th><th>loss B</th><th>|diff|</th></tr>\n";
+    for (const auto& g : r.growth) {
+      o += fmt::format("<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{:.3g}</td></tr>\n", g.step,
+                       g.is_end ? " (end)" : "", g.loss_a, g.loss_b, g.abs_diff);
+    }
+    o += "</table>\n";
+  }
+  o += "</section>\n";
+  return o;
+}
+
+std::string html_page(const std::string& title, const std::string& body) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + esc_xml(title) +
+         "</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:960px}code{background:#f3f3f3}"
+         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
+         ".ok{color:#070;font-weight:bold}.bad{color:#b00;font-weight:bold}.loc{background:#fff4e0;padding:6px}"
+         "</style></head>\n<body>\n<h1>" +
+         esc_xml(title) + "</h1>\n" + body + "</body></html>\n";
+}
+
+} // namespace
+
+std::string render_diff(const DiffResult& r, ReportFormat f, bool color) {
+  switch (f) {
+  case ReportFormat::text: return render_diff_text(r, color);
+  case ReportFormat::json: return diff_to_json(r).dump(2) + "\n";
+  case ReportFormat::markdown: return diff_markdown(r, "### reprun diff");
+  case ReportFormat::junit:
+    return junit_document("reprun diff", {junit_case(r.a.label + " vs " + r.b.label, r, "")}, r.identical ? 0 : 1);
+  case ReportFormat::html: return html_page("reprun diff", html_section(r, r.a.label + " vs " + r.b.label, nullptr));
+  }
+  return "";
+}
+
+std::string render_check(const CheckResult& r, ReportFormat f, bool color) {
+  switch (f) {
+  case ReportFormat::text: return render_check_text(r, color);
+  case ReportFormat::json: return check_to_json(r).dump(2) + "\n";
+  case ReportFormat::markdown: {
+    std::string o = fmt::format("## reprun check {} {}\n\n", r.identical ? "✅" : "❌", esc_md(r.verdict));
+    o += fmt::format("Config `{}`; runs:\n\n", r.config);
+    for (const auto& run : r.runs) {
+      o += fmt::format("- run-{}: {} → {}\n", run.index, run.variation.empty() ? "baseline" : esc_md(run.variation),
+                       esc_md(run.status));
+    }
+    o += "\n";
+    for (const auto& p : r.pairs) {
+      if (p.localization) {
+        o += fmt::format("**Localization (run-{}):** {}\n\n", p.run,
+                         esc_md(p.localization->found ? p.localization->sentence : p.localization->note));
+      }
+      o += diff_markdown(p.diff, fmt::format("### run-{} vs run-1", p.run));
+    }
+    return o;
+  }
+  case ReportFormat::junit: {
+    std::vector<std::string> cases;
+    long failures = 0;
+    for (const auto& p : r.pairs) {
+      std::string extra;
+      if (p.localization) {
+        extra = "Localization: " + (p.localization->found ? p.localization->sentence : p.localization->note) + "\n";
+      }
+      std::string variation = p.run - 1 < static_cast<int>(r.runs.size()) ? r.runs[static_cast<size_t>(p.run - 1)].variation : "";
+      cases.push_back(junit_case(fmt::format("run-{} vs run-1{}", p.run, variation.empty() ? "" : " (" + variation + ")"),
+                                 p.diff, extra));
+      failures += p.diff.identical ? 0 : 1;
+    }
+    return junit_document("reprun check " + r.config, cases, failures);
+  }
+  case ReportFormat::html: {
+    std::string body = fmt::format("<p class=\"verdict {}\">{}</p>\n<p>config <code>{}</code></p>\n<ul>\n",
+                                   r.identical ? "ok" : "bad", esc_xml(r.verdict), esc_xml(r.config));
+    for (const auto& run : r.runs) {
+      body += fmt::format("<li>run-{}: {} → {}</li>\n", run.index,
+                          esc_xml(run.variation.empty() ? "baseline" : run.variation), esc_xml(run.status));
+    }
+    body += "</ul>\n";
+    for (const auto& p : r.pairs) {
+      body += html_section(p.diff, fmt::format("run-{} vs run-1", p.run),
+                           p.localization ? &*p.localization : nullptr);
+    }
+    return html_page("reprun check", body);
+  }
+  }
+  return "";
+}
+
+} // namespace reprun
