@@ -281,12 +281,14 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
     bool ha = ra.next(la);
     bool hb = rb.next(lb);
     if (!ha || !hb) {
-      r.a.lines = ra.lineno() + (ha ? 1 + ra.count_remaining() : 0);
-      r.b.lines = rb.lineno() + (hb ? 1 + rb.count_remaining() : 0);
+      // A line already taken by next() is counted in lineno().
+      r.a.lines = ra.lineno() + (ha ? ra.count_remaining() : 0);
+      r.b.lines = rb.lineno() + (hb ? rb.count_remaining() : 0);
       break;
     }
     ++r.steps_compared;
-    const bool same = la == lb;
+    // In tolerance mode NaN never matches, not even itself: such lines are compared by value.
+    const bool same = la == lb && !(opt.tolerance() && la.find("NaN") != std::string_view::npos);
     long sa = checked_step(la, ra, prev_a);
     long sb = same ? sa : checked_step(lb, rb, prev_b);
     if (same) {

@@ -52,8 +52,10 @@ int run(const CheckFlags& f) {
   try {
     r = run_check(opt);
   } catch (const Error&) {
-    if (temporary) {
-      std::cerr << "reprun check: runs kept in " << opt.work_dir << "\n";
+    // The error line names the failing run's log inside the work directory; an empty one goes.
+    std::error_code ec;
+    if (temporary && fs::is_empty(opt.work_dir, ec)) {
+      fs::remove(opt.work_dir, ec);
     }
     throw;
   }

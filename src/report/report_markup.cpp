@@ -163,7 +163,7 @@ std::string loss_svg(const DiffResult& r) {
     return d;
   };
   std::string o = fmt::format(
-      "<svg id=\"loss-plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
+      "<svg id=\"loss-plot\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
       "role=\"img\" aria-label=\"loss curves\">\n",
       W, H, W, H);
   o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", L, T,

@@ -39,7 +39,7 @@ std::string dataset_sentence(const DatasetDelta& d) {
   auto list = [](const std::vector<DataFileDelta>& v, bool use_b) {
     std::string s;
     for (size_t i = 0; i < v.size() && i < 5; ++i) {
-      s += (i ? ", " : "") + v[i].path + " (" + bytes(use_b ? v[i].size_b : v[i].size_a) + ")";
+      s += (i ? "; " : "") + v[i].path + ", " + bytes(use_b ? v[i].size_b : v[i].size_a);
     }
     if (v.size() > 5) {
       s += fmt::format(", and {} more", v.size() - 5);

@@ -40,6 +40,8 @@ std::string result_config_digest(const std::string& resolved_config_json) {
     // The run length does not change any step: a checkpoint at step s continues any longer run.
     c["training"].erase("epochs");
     c["training"].erase("steps");
+    // Ordered reduction is one chain per element in sample order, whatever the micro-batch split.
+    c["training"].erase("accumulation");
     c["training"].erase("checkpoint_every");
     c["training"].erase("checkpoint_keep");
     c["training"].erase("eval_every");

@@ -1,0 +1,40 @@
+# reprun check: passes under varied threads, accumulation and a kill/resume with ordered reduction;
+# fails with reduction atomic and localizes the divergence to a backward (gradient) tensor.
+source "$(dirname "$0")/lib.sh"
+small_config "$T/c.json"
+expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/w1" --vary threads=1,2,3 -q
+grep -q '^PASS: 3 runs bitwise identical' "$T/out" || fail "check threads: $(head -1 "$T/out")"
+[[ -d "$T/w1/run-3" ]] || fail "run-3 missing"
+expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/w2" --vary resume=15 --vary threads=2,1 -q --junit "$T/w2.xml"
+grep -q 'run-2: threads=1; killed after step 15 and resumed -> complete' "$T/out" || fail "resume variation: $(cat "$T/out" | head -5)"
+python3 -c "import xml.etree.ElementTree as E,sys; t=E.parse(sys.argv[1]).getroot(); assert t.get('failures')=='0'" "$T/w2.xml" || fail "junit"
+expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/w3" --vary accumulation=1,2,4 -q
+grep -q 'config.training.accumulation: 1 -> 4 (varied on purpose)' "$T/out" || fail "accumulation not shown as varied"
+
+# The deliberately divergent check.
+export GITHUB_STEP_SUMMARY="$T/summary.md"
+sed -i 's/"hidden": \[16, 16\]/"hidden": [64, 64]/; s/"batch_size": 32/"batch_size": 128/' "$T/c.json"
+expect_rc 1 "$REPRUN" check "$T/c.json" -o "$T/w4" --vary threads=4,4 --set determinism.reduction=atomic -q \
+  --format json --html "$T/w4.html" --markdown "$T/w4.md"
+python3 - "$T/out" <<'PYEOF' || fail "atomic check did not localize to a backward tensor: $(head -c 3000 "$T/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["identical"] is False and r["verdict"].startswith("FAIL"), r["verdict"]
+loc = r["pairs"][0]["localization"]
+assert loc["found"] and loc["phase"] == "backward", loc
+assert loc["layer"].startswith("dense_") and "gradient" in loc["tensor"], loc
+assert loc["sentence"].startswith("step %d, backward, layer " % loc["step"]), loc["sentence"]
+PYEOF
+grep -q 'Localization' "$T/w4.md" || fail "markdown report lacks the localization"
+grep -q 'reprun check ❌' "$T/summary.md" || fail "GITHUB_STEP_SUMMARY not appended"
+grep -q '<svg id="loss-plot"' "$T/w4.html" || fail "html report lacks the plot"
+[[ -d "$T/w4/replay-1-vs-2/a" ]] || fail "replay directory missing"
+
+# Errors.
+expect_error "unknown dimension 'thread'.*did you mean 'threads'" "$REPRUN" check "$T/c.json" --vary thread=1,2 -q
+expect_error "'x' is not a positive integer" "$REPRUN" check "$T/c.json" --vary threads=1,x -q
+printf '{"optimizer": {"lr": "x"}}' >"$T/bad.json"
+run_rc "$REPRUN" check "$T/bad.json" -o "$T/w5" -q
+[[ $RC == 2 ]] || fail "check of a bad config: expected 2, got $RC"
+grep -q 'run-1: training failed (exit 2): reprun: error: .*bad.json: optimizer.lr: expected a number' "$T/err" || fail "check error: $(cat "$T/err")"
+pass
