@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages reprun needs, and only those that are missing.
-# Usage: tools/install-deps.sh [build|test|bench]   (each level includes the ones before it)
+# Usage: tools/install-deps.sh [build|test|ci|bench]   (each level includes the ones before it;
+# ci adds the optional peers that tests skip without: chromium for the HTML report test)
 set -euo pipefail
 level=${1:-build}
 pkgs=(cmake make g++ git pkg-config libcli11-dev nlohmann-json3-dev libssl-dev libfmt-dev doctest-dev libxxhash-dev)
-if [[ $level == test || $level == bench ]]; then
+if [[ $level == test || $level == ci || $level == bench ]]; then
   pkgs+=(python3 python3-numpy)
+fi
+if [[ $level == ci || $level == bench ]]; then
+  pkgs+=(chromium)
 fi
 if [[ $level == bench ]]; then
   pkgs+=(python3-torch python3-threadpoolctl libopenblas-dev b3sum hyperfine)

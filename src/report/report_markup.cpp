@@ -198,6 +198,46 @@ std::string loss_svg(const DiffResult& r) {
   return o;
 }
 
+// SVG plot of |loss A - loss B| on a log scale (exact zeros drawn on the floor), so a gap too small
+// to see between the two loss curves is still visible.
+std::string gap_svg(const DiffResult& r) {
+  const auto& s = r.loss_series;
+  double hi = 0, lo = INFINITY;
+  for (const auto& p : s) {
+    double g = std::fabs(p.second.first - p.second.second);
+    if (std::isfinite(g) && g > 0) {
+      hi = std::max(hi, g);
+      lo = std::min(lo, g);
+    }
+  }
+  if (s.size() < 2 || hi <= 0) {
+    return "";
+  }
+  const double W = 860, H = 160, L = 70, R = 20, T = 10, B = 30;
+  double x0 = static_cast<double>(s.front().first), x1 = std::max(x0 + 1, static_cast<double>(s.back().first));
+  double ylo = std::floor(std::log10(lo)) - 1, yhi = std::ceil(std::log10(hi));
+  auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
+  auto py = [&](double g) {
+    double y = g > 0 && std::isfinite(g) ? std::log10(g) : ylo;
+    return T + (1 - (y - ylo) / (yhi - ylo)) * (H - T - B);
+  };
+  std::string d;
+  for (size_t i = 0; i < s.size(); ++i) {
+    d += fmt::format("{}{:.1f},{:.1f} ", i ? "L" : "M", px(static_cast<double>(s[i].first)),
+                     py(std::fabs(s[i].second.first - s[i].second.second)));
+  }
+  std::string o = fmt::format("<svg id=\"gap-plot\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" "
+                              "aria-label=\"loss difference\">\n", W, H, W, H);
+  o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", L, T,
+                   W - L - R, H - T - B);
+  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">1e{:.0f}</text>\n", L - 6, T + 10, yhi);
+  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">0</text>\n", L - 6, H - B);
+  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">|loss A - loss B| (log scale)</text>\n",
+                   (W + L) / 2, H - 8);
+  o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#b00\" stroke-width=\"1.5\"/>\n</svg>\n", d);
+  return o;
+}
+
 std::string html_section(const DiffResult& r, const std::string& title, const Localization* loc) {
   std::string o = fmt::format("<section><h2>{}</h2>\n<p class=\"verdict {}\">{}</p>\n", esc_xml(title),
                               r.identical ? "ok" : "bad", esc_xml(r.verdict));
@@ -212,6 +252,7 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
                      esc_xml(d.detail));
   }
   o += loss_svg(r);
+  o += gap_svg(r);
   o += "<h3>Metadata differences</h3>\n<table><tr><th>rank</th><th>category</th><th>field</th><th>A</th><th>B</th>"
        "<th>counted</th></tr>\n";
   for (const auto& m : r.meta) {
@@ -220,6 +261,9 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
     o += fmt::format("<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
                      m.rank, esc_xml(m.category), esc_xml(m.key), esc_xml(a), esc_xml(b),
                      m.kind == MetaDelta::Kind::material ? "yes" : "no");
+  }
+  if (r.meta.empty()) {
+    o += "<tr><td colspan=\"6\">none</td></tr>\n";
   }
   o += "</table>\n";
   if (r.growth.size() > 1) {
@@ -237,7 +281,8 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
 std::string html_page(const std::string& title, const std::string& body) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + esc_xml(title) +
          "</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:960px}code{background:#f3f3f3}"
-         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
+         "table{border-collapse:collapse;margin:1em 0;max-width:100%}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;"
+         "word-break:break-all}"
          ".ok{color:#070;font-weight:bold}.bad{color:#b00;font-weight:bold}.loc{background:#fff4e0;padding:6px}"
          "</style></head>\n<body>\n<h1>" +
          esc_xml(title) + "</h1>\n" + body + "</body></html>\n";

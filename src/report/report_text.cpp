@@ -185,6 +185,10 @@ std::string render_check_text(const CheckResult& r, bool color) {
     o += fmt::format("  run-{}: {} -> {}\n", run.index, run.variation.empty() ? "baseline" : run.variation, run.status);
   }
   for (const auto& p : r.pairs) {
+    if (p.diff.identical) {
+      o += fmt::format("  run-{} vs run-1: {}\n", p.run, p.diff.verdict);
+      continue;
+    }
     o += "\n" + st.bold(fmt::format("== run-{} against run-1", p.run)) + "\n";
     if (p.localization) {
       const Localization& l = *p.localization;
