@@ -318,7 +318,9 @@ CheckResult run_check(const CheckOptions& opt) {
       loc.replay_from = from;
       std::string base = (fs::path(res.work_dir) / fmt::format("replay-1-vs-{}", i)).string();
       std::string ra = base + "/a", rb = base + "/b";
-      const long until = std::max(d.step, 1L);
+      // Replay past the original divergence: a non-deterministic cause may not recur at exactly
+      // that step, and the replay stops being useful once it has found the first difference.
+      const long until = std::max(1L, std::min(pair.diff.a.last_step, d.step + 100));
       prepare_replay(res.runs[0].dir, ra, from, until);
       prepare_replay(res.runs[static_cast<size_t>(i - 1)].dir, rb, from, until);
       auto replay = [&](const std::string& dir, int run_index) {
