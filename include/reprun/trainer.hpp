@@ -11,6 +11,8 @@
 
 namespace reprun {
 
+class World;
+
 struct Progress {
   long step = 0;
   long total = 0;
@@ -31,6 +33,8 @@ struct TrainOptions {
   int threads = 0;                     // --threads; 0: keep the config's
   std::vector<std::string> command_line;
   long kill_after_step = 0;            // testing aid: SIGKILL ourselves after logging this step
+  std::vector<std::string> env_allow;  // --env-allow: more environment variables to record
+  const World* world = nullptr;        // the outside world; nullptr = the real machine
   std::function<void(const Progress&)> on_progress;
   std::function<void(const std::string&)> on_note; // one-line notes (run directory, resume point)
   const std::atomic<bool>* stop = nullptr;           // set by SIGINT/SIGTERM

@@ -10,6 +10,23 @@
 
 namespace reprun {
 
+struct GpuDevice {
+  std::string name;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  unsigned long long memory_bytes = 0;
+};
+
+// What the CUDA runtime says (only when reprun was built with the CUDA Toolkit).
+struct CudaFacts {
+  bool built_with_cuda = false;
+  int runtime_version = 0; // e.g. 13000
+  int driver_version = 0;  // CUDA driver API version, 0 without a driver
+  std::string error;       // why no device could be listed ("" when fine)
+  std::vector<GpuDevice> devices;
+};
+
 class World {
 public:
   virtual ~World() = default;
@@ -26,6 +43,7 @@ public:
   virtual std::optional<std::string> run_command(const std::vector<std::string>& argv,
                                                  const std::string& cwd) const = 0;
   virtual std::string current_directory() const = 0;
+  virtual CudaFacts cuda() const = 0;
 };
 
 // The real machine.

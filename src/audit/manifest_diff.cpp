@@ -52,6 +52,7 @@ const std::vector<Rule>& rules() {
       {"resumes", "volatile", 100, K::volatile_field},
       {"wall_seconds", "volatile", 100, K::volatile_field},
       {"program.run_dir", "volatile", 100, K::volatile_field},
+      {"code.directory", "volatile", 100, K::volatile_field},
       // Informational: guaranteed not to change a result of the built-in trainer.
       {"config.determinism.threads", "config", 90, K::informational},
       {"config.determinism.trace", "config", 90, K::informational},

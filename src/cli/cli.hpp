@@ -32,5 +32,7 @@ bool stderr_is_terminal();
 Action add_train(CLI::App& sub);
 Action add_diff(CLI::App& sub);
 Action add_check(CLI::App& sub);
+Action add_env(CLI::App& sub);
+Action add_hash(CLI::App& sub);
 
 } // namespace reprun::cli

@@ -30,6 +30,7 @@ struct TrainFlags {
   std::vector<std::string> sets;
   bool quiet = false;
   long kill_after = 0;
+  std::vector<std::string> env_allow;
 };
 
 std::string bar(long step, long total) {
@@ -47,6 +48,7 @@ int run(const TrainFlags& f) {
   opt.threads = f.threads;
   opt.command_line = command_line(0, nullptr);
   opt.kill_after_step = f.kill_after;
+  opt.env_allow = f.env_allow;
   opt.stop = &g_stop;
   if (f.config.empty() && f.resume.empty()) {
     throw Error("train: give a CONFIG.json, or --resume RUN_DIR");
@@ -110,6 +112,7 @@ Action add_train(CLI::App& sub) {
   sub.add_option("--set", f->sets, "Override a config key: KEY=VALUE (value parsed as JSON, else a string)");
   sub.add_option("--resume", f->resume, "Continue a stopped run from its latest valid checkpoint");
   sub.add_flag("-q,--quiet", f->quiet, "Print only errors");
+  sub.add_option("--env-allow", f->env_allow, "Also record environment variables matching PATTERN (glob)");
   sub.add_option("--kill-after-step", f->kill_after,
                  "Testing aid: SIGKILL this process right after logging the given step")
       ->group("");

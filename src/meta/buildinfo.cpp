@@ -2,6 +2,7 @@
 #include "reprun/buildinfo.hpp"
 
 #include "build_config.hpp"
+#include "git_commit.hpp"
 #include "reprun/gemm.hpp"
 #include "reprun/hash.hpp"
 

@@ -71,25 +71,37 @@ ojson host_info(const World& world) {
 
 ojson gpu_info(const World& world) {
   ojson g;
+  // Driver version from the kernel module, readable without any CUDA library.
   auto v = world.read_system_file("/proc/driver/nvidia/version");
-  if (!v) {
-    g["count"] = 0;
-    g["driver"] = nullptr;
-    return g;
-  }
-  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  ..." -> the version token.
-  std::string first = v->substr(0, v->find('\n'));
   std::string driver;
-  std::istringstream in(first);
-  std::string tok;
-  while (in >> tok) {
-    if (!tok.empty() && std::isdigit(static_cast<unsigned char>(tok[0])) && tok.find('.') != std::string::npos) {
-      driver = tok;
-      break;
+  if (v) {
+    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  ..." -> the version token.
+    std::istringstream in(v->substr(0, v->find('\n')));
+    std::string tok;
+    while (in >> tok) {
+      if (std::isdigit(static_cast<unsigned char>(tok[0])) && tok.find('.') != std::string::npos) {
+        driver = tok;
+        break;
+      }
     }
   }
-  g["driver"] = driver.empty() ? trim(first) : driver;
-  g["count"] = nullptr; // device details need the CUDA runtime build
+  g["driver"] = driver.empty() ? ojson(nullptr) : ojson(driver);
+  CudaFacts c = world.cuda();
+  auto version = [](int v) { return v > 0 ? ojson(std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10)) : ojson(nullptr); };
+  g["cuda_runtime"] = c.built_with_cuda ? version(c.runtime_version) : ojson(nullptr);
+  g["cuda_driver_api"] = version(c.driver_version);
+  g["count"] = c.devices.size();
+  ojson devices = ojson::array();
+  for (const auto& d : c.devices) {
+    devices.push_back({{"name", d.name},
+                       {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
+                       {"sm_count", d.sm_count},
+                       {"memory_bytes", d.memory_bytes}});
+  }
+  g["devices"] = devices;
+  if (c.devices.empty()) {
+    g["note"] = c.error.empty() ? "no CUDA device" : c.error;
+  }
   return g;
 }
 

@@ -1,6 +1,7 @@
 // The real World: environment, /proc and /etc files, uname, clock, child commands.
 #include "reprun/world.hpp"
 
+#include "meta/cuda_query.hpp"
 #include "reprun/record.hpp"
 
 #include <array>
@@ -105,6 +106,8 @@ public:
     }
     return out;
   }
+
+  CudaFacts cuda() const override { return query_cuda(); }
 
   std::string current_directory() const override {
     std::error_code ec;

@@ -3,16 +3,15 @@
 #include "reprun/trainer.hpp"
 
 #include "reprun/atomic_file.hpp"
-#include "reprun/buildinfo.hpp"
 #include "reprun/checkpoint.hpp"
 #include "reprun/config.hpp"
 #include "reprun/data.hpp"
 #include "reprun/hash.hpp"
-#include "reprun/host.hpp"
 #include "reprun/model.hpp"
 #include "reprun/optimizer.hpp"
 #include "reprun/record.hpp"
 #include "reprun/rng.hpp"
+#include "reprun/snapshot.hpp"
 #include "reprun/threadpool.hpp"
 #include "reprun/world.hpp"
 
@@ -90,7 +89,7 @@ ojson stream_table(uint64_t seed) {
 
 ojson build_manifest(const TrainOptions& opt, const Config& cfg, const std::string& config_text_digest,
                      const Dataset& data, const Plan& plan, Mlp& model) {
-  const World& world = real_world();
+  const World& world = opt.world ? *opt.world : real_world();
   ojson m;
   m["format"] = k_run_format;
   m["kind"] = "train";
@@ -127,9 +126,12 @@ ojson build_manifest(const TrainOptions& opt, const Config& cfg, const std::stri
                {"reduction", cfg.determinism.reduction == "ordered"
                                  ? "one fused multiply-add chain per gradient element, in sample order"
                                  : "chunk partials of 8 samples added in completion order (non-deterministic)"}};
-  m["reprun"] = build_info();
-  m["host"] = host_info(world);
-  m["gpu"] = gpu_info(world);
+  SnapshotOptions so;
+  so.env_allow = opt.env_allow;
+  ojson snap = machine_snapshot(world, so);
+  for (auto it = snap.begin(); it != snap.end(); ++it) {
+    m[it.key()] = *it;
+  }
   m["resumes"] = ojson::array();
   return m;
 }
