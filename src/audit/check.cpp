@@ -316,13 +316,6 @@ CheckResult run_check(const CheckOptions& opt) {
         }
       }
       loc.replay_from = from;
-      std::string base = (fs::path(res.work_dir) / fmt::format("replay-1-vs-{}", i)).string();
-      std::string ra = base + "/a", rb = base + "/b";
-      // Replay past the original divergence: a non-deterministic cause may not recur at exactly
-      // that step, and the replay stops being useful once it has found the first difference.
-      const long until = std::max(1L, std::min(pair.diff.a.last_step, d.step + 100));
-      prepare_replay(res.runs[0].dir, ra, from, until);
-      prepare_replay(res.runs[static_cast<size_t>(i - 1)].dir, rb, from, until);
       auto replay = [&](const std::string& dir, int run_index) {
         std::vector<std::string> args = {"train", "--resume", dir, "--quiet"};
         if (threads) {
@@ -334,9 +327,24 @@ CheckResult run_check(const CheckOptions& opt) {
           throw Error(dir, fmt::format("replay failed (exit {}): {}", c.exit_code, last_line(dir + ".log")));
         }
       };
-      replay(ra, 1);
-      replay(rb, i);
-      DiffResult rd = diff_runs((fs::path(ra) / "steps.jsonl").string(), (fs::path(rb) / "steps.jsonl").string(), dopt);
+      // Replay past the original divergence: a non-deterministic cause may not recur at exactly
+      // that step. It may not recur at all in one replay, so try up to three times.
+      const long until = std::max(1L, std::min(pair.diff.a.last_step, d.step + 100));
+      DiffResult rd;
+      int attempts = 0;
+      for (attempts = 1; attempts <= 3; ++attempts) {
+        std::string base = (fs::path(res.work_dir) / fmt::format("replay-1-vs-{}", i)).string() +
+                           (attempts > 1 ? fmt::format("-try{}", attempts) : "");
+        std::string ra = base + "/a", rb = base + "/b";
+        prepare_replay(res.runs[0].dir, ra, from, until);
+        prepare_replay(res.runs[static_cast<size_t>(i - 1)].dir, rb, from, until);
+        replay(ra, 1);
+        replay(rb, i);
+        rd = diff_runs((fs::path(ra) / "steps.jsonl").string(), (fs::path(rb) / "steps.jsonl").string(), dopt);
+        if (rd.divergence.found) {
+          break;
+        }
+      }
       const Divergence& x = rd.divergence;
       loc.loss_differs_from = d.loss_differs_from;
       if (x.found && !x.trace_phase.empty()) {
@@ -348,13 +356,13 @@ CheckResult run_check(const CheckOptions& opt) {
         long loss_from = d.loss_differs_from > 0 ? d.loss_differs_from : x.loss_differs_from;
         loc.sentence = fmt::format("step {}, {}, layer {}, {}: first difference{}", loc.step, loc.phase, loc.layer,
                                    loc.tensor, loss_from > 0 ? fmt::format("; loss differs from step {}", loss_from) : "");
-        if (x.step != d.step) {
-          loc.note = fmt::format("the replay parted at step {} while the original runs parted at step {}: the "
-                                 "computation is not deterministic, so where it parts varies",
-                                 x.step, d.step);
+        if (x.step != d.step || attempts > 1) {
+          loc.note = fmt::format("the replay (attempt {}) parted at step {} while the original runs parted at step {}: "
+                                 "the computation is not deterministic, so where it parts varies",
+                                 attempts, x.step, d.step);
         }
       } else {
-        loc.note = fmt::format("the replay from step {} with trace full did not reproduce the divergence (it is not "
+        loc.note = fmt::format("three replays from step {} with trace full did not reproduce the divergence (it is not "
                                "deterministic); original runs part at step {} ({})",
                                from, d.step, d.first_tensor.empty() ? d.detail : d.first_tensor);
       }
