@@ -20,6 +20,7 @@ const std::vector<CommandSpec>& commands() {
       {"diff", "Compare two runs: identical or not, what changed, where they part", add_diff},
       {"check", "CI gate: train several times (varying threads, accumulation, resume) and require identical bits",
        add_check},
+      {"hash", "Content fingerprint of files and directory trees (SHA-256, cached)", add_hash},
       {"env", "Show what this machine would record: build, host, GPU, environment, git state", add_env},
   };
   return k_commands;

@@ -2,6 +2,7 @@
 #include "reprun/data.hpp"
 
 #include "reprun/error.hpp"
+#include "reprun/fingerprint.hpp"
 #include "reprun/hash.hpp"
 #include "reprun/rng.hpp"
 #include "reprun/threadpool.hpp"
@@ -93,8 +94,9 @@ std::vector<std::string> csv_files(const std::string& path) {
   return {path};
 }
 
-// Names recorded for data files: relative to the dataset folder for a folder, else the path as
-// the config wrote it, so that two machines with different checkouts record the same names.
+// Names recorded for data files, as `reprun hash` names them: relative to the dataset folder for a
+// folder, else the file name; two machines with different checkouts record the same names, and
+// `reprun hash DATA` prints the manifest's fingerprint.
 std::string display_path(const std::string& file, const std::string& root) {
   if (root.empty()) {
     return file;
@@ -104,19 +106,14 @@ std::string display_path(const std::string& file, const std::string& root) {
   return ec || rel.empty() ? file : rel.string();
 }
 
+// The dataset fingerprint is the tree root of the files read, under the names recorded (the same
+// definition and cache as `reprun hash`).
 void fingerprint_files(Dataset& d, const std::vector<std::string>& files, const std::vector<std::string>& names) {
-  Sha256 root;
-  for (size_t i = 0; i < files.size(); ++i) {
-    const std::string& f = files[i];
-    DataFile df;
-    df.path = names[i];
-    df.sha256 = sha256_file(f, &df.size);
-    root.update_field("path", df.path);
-    root.update_field("size", std::to_string(df.size));
-    root.update_field("sha256", df.sha256);
-    d.files.push_back(df);
+  HashResult r = hash_files(files, names, HashOptions{});
+  for (const auto& e : r.entries) {
+    d.files.push_back({e.path, e.size, e.sha256});
   }
-  d.fingerprint = "sha256:" + root.hex_digest();
+  d.fingerprint = r.root;
 }
 
 } // namespace
@@ -134,14 +131,15 @@ Dataset load_dataset(Config& cfg, ThreadPool* pool) {
     std::error_code ec;
     const bool is_dir = fs::is_directory(root, ec);
     for (const auto& f : files) {
-      names.push_back(is_dir ? display_path(f, root) : dc.path);
+      names.push_back(is_dir ? display_path(f, root) : fs::path(f).filename().string());
     }
     fingerprint_files(d, files, names);
   } else {
     std::string images = resolve_data_path(cfg, dc.images);
     std::string labels = resolve_data_path(cfg, dc.labels);
     d = read_idx(images, labels, dc.classes);
-    fingerprint_files(d, {images, labels}, {dc.images, dc.labels});
+    fingerprint_files(d, {images, labels},
+                      {fs::path(images).filename().string(), fs::path(labels).filename().string()});
   }
   dc.classes = d.classes;
   return d;

@@ -7,5 +7,5 @@ awk -v a="$a" 'BEGIN { exit !(a >= 0.95) }' || fail "quickstart val_accuracy $a 
 expect_rc 0 "$REPRUN" train "$EX/wine-csv.json" -o "$T/w" -q
 a=$(acc "$T/w")
 awk -v a="$a" 'BEGIN { exit !(a >= 0.90) }' || fail "wine val_accuracy $a < 0.90"
-grep -q '"path": "../testdata/wine/wine.csv"' "$T/w/manifest.json" || fail "data file not recorded"
+grep -q '"path": "wine.csv"' "$T/w/manifest.json" || fail "data file not recorded"
 pass
