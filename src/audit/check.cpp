@@ -6,6 +6,7 @@
 #include "reprun/checkpoint.hpp"
 #include "reprun/diff.hpp"
 #include "reprun/error.hpp"
+#include "reprun/process.hpp"
 #include "reprun/record.hpp"
 
 #include <algorithm>
@@ -14,7 +15,6 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 namespace reprun {
@@ -71,48 +71,25 @@ std::vector<Dim> parse_vary(const std::vector<std::string>& vary) {
 struct ChildResult {
   int exit_code = 0;
   bool killed = false;
-  int signal = 0;
 };
 
+// Runs reprun itself with `args`, both output streams appended to `log`.
 ChildResult run_child(const std::string& exe, const std::vector<std::string>& args, const std::string& log) {
-  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    throw Error(log, std::string("cannot create log: ") + std::strerror(errno));
+  std::string previous;
+  std::error_code ec;
+  if (fs::exists(log, ec)) {
+    previous = read_file(log);
   }
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fd);
-    throw Error(std::string("cannot start a training process: ") + std::strerror(errno));
+  ProcessSpec spec;
+  spec.argv.push_back(exe);
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.stdout_path = log;
+  spec.stderr_path = log;
+  ProcessResult r = run_process(spec);
+  if (!previous.empty()) {
+    write_file_atomic(log, previous + read_file(log));
   }
-  if (pid == 0) {
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) {
-      ::dup2(devnull, 0);
-    }
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(exe.c_str()));
-    for (const auto& a : args) {
-      argv.push_back(const_cast<char*>(a.c_str()));
-    }
-    argv.push_back(nullptr);
-    ::execv(exe.c_str(), argv.data());
-    ::_exit(127);
-  }
-  ::close(fd);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  ChildResult r;
-  if (WIFSIGNALED(status)) {
-    r.killed = true;
-    r.signal = WTERMSIG(status);
-    r.exit_code = 128 + r.signal;
-  } else {
-    r.exit_code = WEXITSTATUS(status);
-  }
-  return r;
+  return {r.exit_code, r.signal != 0};
 }
 
 std::string last_line(const std::string& path) {

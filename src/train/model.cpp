@@ -13,7 +13,9 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <atomic>
 #include <mutex>
+#include <random>
 
 namespace reprun {
 
@@ -22,6 +24,16 @@ namespace {
 // the partials really varies between runs.
 constexpr long k_atomic_chunk = 8;
 std::mutex g_atomic_mutex;
+
+// Atomic mode issues the chunks in an order drawn once per process, as a GPU's block scheduler
+// varies from launch to launch: completion order then differs between runs even when the threads
+// happen to run one after another (a loaded machine), so the demonstration never comes out
+// accidentally identical.
+uint64_t atomic_issue_seed() {
+  static const uint64_t k_seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  return k_seed;
+}
+std::atomic<uint32_t> g_atomic_calls{0};
 } // namespace
 
 Mlp::Mlp(const ModelConfig& mc, long features, long classes)
@@ -224,7 +236,17 @@ void MlpRunner::weight_grad(const StepContext& ctx, Dense& d, const float* a, co
   // Atomic mode, deliberately non-deterministic: each chunk's partial gradient is added into the
   // shared one in completion order, as GPU atomics do.
   const int chunks = static_cast<int>((m + k_atomic_chunk - 1) / k_atomic_chunk);
-  auto run = [&](int c, int worker) {
+  std::vector<int> issue(static_cast<size_t>(chunks));
+  for (int c = 0; c < chunks; ++c) {
+    issue[static_cast<size_t>(c)] = c;
+  }
+  const uint32_t call = g_atomic_calls.fetch_add(1);
+  for (int c = chunks; c > 1; --c) {
+    Philox4 r = draw(atomic_issue_seed(), Stream::dropout, call, 0xffffffffu, static_cast<uint32_t>(c));
+    std::swap(issue[static_cast<size_t>(c - 1)], issue[to_below(r[0], r[1], static_cast<uint32_t>(c))]);
+  }
+  auto run = [&](int task, int worker) {
+    const int c = issue[static_cast<size_t>(task)];
     auto& part = m_partial[static_cast<size_t>(worker)];
     part.assign(d.gw.size() + d.gb.size(), 0.0f);
     long r0 = c * k_atomic_chunk;

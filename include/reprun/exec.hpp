@@ -1,0 +1,36 @@
+// `reprun exec`: the audit for programs reprun did not train (PyTorch, TensorFlow, JAX, plain
+// scripts). Runs PROGRAM N times in fresh processes with the determinism environment pinned, keeps
+// each run's output, step log, exit status and artifacts in a run directory with the same manifest
+// metadata as built-in runs, and diffs runs 2..N against run 1 exactly as `reprun diff` does.
+#pragma once
+
+#include "reprun/report.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace reprun {
+
+struct ExecOptions {
+  std::vector<std::string> argv;        // PROGRAM ARGS...
+  std::string work_dir;                 // run-1..run-N go here
+  int runs = 0;                         // 0: 2, or as many as --vary needs
+  bool pin = true;                      // apply the default pins
+  std::vector<std::string> pins;        // --pin NAME=VALUE
+  std::vector<std::string> vary;        // --vary env:NAME=V1,V2
+  std::vector<std::string> artifacts;   // --artifact PATH (relative to the current directory)
+  std::string loss_regex;               // --loss-regex
+  std::vector<std::string> env_allow;   // --env-allow
+  bool quiet = false;                   // do not show the program's output
+  std::function<void(const std::string&)> on_note;
+};
+
+// The default pins: name and value.
+const std::vector<std::pair<std::string, std::string>>& default_pins();
+
+// Runs the audit. Throws Error (exit 2) when the program cannot be started, fails or is killed,
+// or writes a malformed step log (the valid prefix is kept).
+CheckResult run_exec(const ExecOptions& opt);
+
+} // namespace reprun

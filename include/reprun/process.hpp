@@ -1,0 +1,34 @@
+// Child processes without a shell: argv as given, an explicit environment, stdin closed, stdout
+// and stderr captured to files (and optionally copied to one of our descriptors as they arrive).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace reprun {
+
+struct ProcessSpec {
+  std::vector<std::string> argv;                            // argv[0] is a path or a name looked up in PATH
+  std::optional<std::map<std::string, std::string>> env;    // nullopt: inherit ours
+  std::string stdout_path;                                  // "" = discard
+  std::string stderr_path;                                  // "" = discard; may equal stdout_path
+  int tee_fd = -1;                                          // also copy both streams here (e.g. 2)
+};
+
+struct ProcessResult {
+  int exit_code = 0;    // exit status, or 128 + signal
+  int signal = 0;       // the signal that ended it, 0 if it exited
+  double wall_seconds = 0.0;
+  std::string describe() const; // "exit status 3" / "killed by signal 9 (Killed)"
+};
+
+// Full path of an executable: argv0 itself when it contains '/', else looked up in PATH. Throws
+// Error "PROGRAM: not found in PATH" or "...: not executable".
+std::string resolve_executable(const std::string& argv0);
+
+// Runs to completion. Throws Error when the program cannot be started (exec failed).
+ProcessResult run_process(const ProcessSpec& spec);
+
+} // namespace reprun

@@ -1,0 +1,191 @@
+// run_process: fork + execve with pipes for stdout and stderr, copied to files by the parent; an
+// exec failure comes back through a close-on-exec pipe, so "not found" is an error, not exit 127.
+#include "reprun/process.hpp"
+
+#include "reprun/error.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace reprun {
+
+std::string ProcessResult::describe() const {
+  if (signal != 0) {
+    return fmt::format("killed by signal {} ({})", signal, strsignal(signal));
+  }
+  return fmt::format("exit status {}", exit_code);
+}
+
+std::string resolve_executable(const std::string& argv0) {
+  auto check = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (argv0.empty()) {
+    throw Error("no program given");
+  }
+  if (argv0.find('/') != std::string::npos) {
+    struct stat st {};
+    if (::stat(argv0.c_str(), &st) != 0) {
+      throw Error(argv0, "no such file");
+    }
+    if (!check(argv0)) {
+      throw Error(argv0, "not executable (a regular file with execute permission is needed)");
+    }
+    return argv0;
+  }
+  const char* path = std::getenv("PATH");
+  std::string p = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  for (;;) {
+    size_t colon = p.find(':', start);
+    std::string dir = p.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    std::string cand = (dir.empty() ? "." : dir) + "/" + argv0;
+    if (check(cand)) {
+      return cand;
+    }
+    if (colon == std::string::npos) {
+      break;
+    }
+    start = colon + 1;
+  }
+  throw Error(argv0, "not found in PATH");
+}
+
+namespace {
+int open_out(const std::string& path) {
+  if (path.empty()) {
+    return -1;
+  }
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    throw Error(path, std::string("cannot create: ") + std::strerror(errno));
+  }
+  return fd;
+}
+
+void write_all(int fd, const char* p, size_t n) {
+  while (fd >= 0 && n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+} // namespace
+
+ProcessResult run_process(const ProcessSpec& spec) {
+  const std::string exe = resolve_executable(spec.argv.at(0));
+  int out_fd = open_out(spec.stdout_path);
+  int err_fd = spec.stderr_path == spec.stdout_path ? out_fd : open_out(spec.stderr_path);
+  int p_out[2], p_err[2], p_exec[2];
+  if (::pipe2(p_out, O_CLOEXEC) != 0 || ::pipe2(p_err, O_CLOEXEC) != 0 || ::pipe2(p_exec, O_CLOEXEC) != 0) {
+    throw Error(std::string("cannot create pipes: ") + std::strerror(errno));
+  }
+  std::vector<std::string> env_strings;
+  std::vector<char*> envp;
+  if (spec.env) {
+    for (const auto& [k, v] : *spec.env) {
+      env_strings.push_back(k + "=" + v);
+    }
+    for (auto& s : env_strings) {
+      envp.push_back(s.data());
+    }
+    envp.push_back(nullptr);
+  }
+  std::vector<char*> args;
+  for (const auto& a : spec.argv) {
+    args.push_back(const_cast<char*>(a.c_str()));
+  }
+  args.push_back(nullptr);
+  const auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    throw Error(std::string("cannot start a process: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) {
+      ::dup2(devnull, 0);
+    }
+    ::dup2(p_out[1], 1);
+    ::dup2(p_err[1], 2);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::execve(exe.c_str(), args.data(), spec.env ? envp.data() : environ);
+    int e = errno;
+    ssize_t w = ::write(p_exec[1], &e, sizeof(e));
+    (void)w;
+    ::_exit(127);
+  }
+  ::close(p_out[1]);
+  ::close(p_err[1]);
+  ::close(p_exec[1]);
+  int exec_errno = 0;
+  ssize_t got = ::read(p_exec[0], &exec_errno, sizeof(exec_errno));
+  ::close(p_exec[0]);
+  struct pollfd fds[2] = {{p_out[0], POLLIN, 0}, {p_err[0], POLLIN, 0}};
+  int open_count = 2;
+  char buf[65536];
+  while (open_count > 0) {
+    int r = ::poll(fds, 2, -1);
+    if (r < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+        continue;
+      }
+      ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
+      if (n > 0) {
+        write_all(i == 0 ? out_fd : err_fd, buf, static_cast<size_t>(n));
+        write_all(spec.tee_fd, buf, static_cast<size_t>(n));
+      } else if (n == 0 || (n < 0 && errno != EINTR)) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_count;
+      }
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (out_fd >= 0) {
+    ::close(out_fd);
+  }
+  if (err_fd >= 0 && err_fd != out_fd) {
+    ::close(err_fd);
+  }
+  if (got == static_cast<ssize_t>(sizeof(exec_errno))) {
+    throw Error(spec.argv[0], std::string("cannot execute: ") + std::strerror(exec_errno));
+  }
+  ProcessResult r;
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (WIFSIGNALED(status)) {
+    r.signal = WTERMSIG(status);
+    r.exit_code = 128 + r.signal;
+  } else {
+    r.exit_code = WEXITSTATUS(status);
+  }
+  return r;
+}
+
+} // namespace reprun
