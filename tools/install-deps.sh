@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages reprun needs, and only those that are missing.
 # Usage: tools/install-deps.sh [build|test|ci|bench]   (each level includes the ones before it;
-# ci adds the optional peers that tests skip without: chromium for the HTML report test)
+# ci adds the optional peers that tests skip without: chromium for the HTML report test, PyTorch
+# for the exec example)
 set -euo pipefail
 level=${1:-build}
 pkgs=(cmake make g++ git pkg-config libcli11-dev nlohmann-json3-dev libssl-dev libfmt-dev doctest-dev libxxhash-dev)
@@ -9,7 +10,7 @@ if [[ $level == test || $level == ci || $level == bench ]]; then
   pkgs+=(python3 python3-numpy)
 fi
 if [[ $level == ci || $level == bench ]]; then
-  pkgs+=(chromium)
+  pkgs+=(chromium python3-torch)
 fi
 if [[ $level == bench ]]; then
   pkgs+=(python3-torch python3-threadpoolctl libopenblas-dev b3sum hyperfine)

@@ -47,9 +47,10 @@ struct CheckPair {
 };
 
 struct CheckResult {
+  std::string kind = "check"; // "check" or "exec"
   bool identical = false;
   std::string verdict;
-  std::string config;
+  std::string config;   // check: the config file; exec: the program's command line
   std::string work_dir;
   std::vector<std::string> vary; // as given
   std::vector<CheckRun> runs;

@@ -53,6 +53,8 @@ const std::vector<Rule>& rules() {
       {"wall_seconds", "volatile", 100, K::volatile_field},
       {"program.run_dir", "volatile", 100, K::volatile_field},
       {"code.directory", "volatile", 100, K::volatile_field},
+      {"program.step_log", "outputs", 90, K::informational},
+      {"outputs", "outputs", 0, K::material},
       // Informational: guaranteed not to change a result of the built-in trainer.
       {"config.determinism.threads", "config", 90, K::informational},
       {"config.determinism.trace", "config", 90, K::informational},

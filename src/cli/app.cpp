@@ -12,7 +12,10 @@ namespace reprun::cli {
 
 namespace {
 std::vector<std::string> g_argv;
-}
+std::vector<std::string> g_after_dashes;
+} // namespace
+
+const std::vector<std::string>& args_after_dashes() { return g_after_dashes; }
 
 const std::vector<CommandSpec>& commands() {
   static const std::vector<CommandSpec> k_commands = {
@@ -20,6 +23,8 @@ const std::vector<CommandSpec>& commands() {
       {"diff", "Compare two runs: identical or not, what changed, where they part", add_diff},
       {"check", "CI gate: train several times (varying threads, accumulation, resume) and require identical bits",
        add_check},
+      {"exec", "Audit any training program (PyTorch, TensorFlow, JAX, scripts): run it N times pinned, record, diff",
+       add_exec},
       {"hash", "Content fingerprint of files and directory trees (SHA-256, cached)", add_hash},
       {"env", "Show what this machine would record: build, host, GPU, environment, git state", add_env},
   };
@@ -32,6 +37,17 @@ bool stderr_is_terminal() { return ::isatty(2) == 1; }
 
 int run_main(int argc, char** argv) {
   g_argv.assign(argv, argv + argc);
+  // `reprun exec [options] -- PROGRAM ARGS...`: everything after the first "--" belongs to the
+  // program, so it is taken out before CLI11 parses (which would treat "--" as the end of a
+  // multi-value option and then parse the program's own flags).
+  g_after_dashes.clear();
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      g_after_dashes.assign(argv + i + 1, argv + argc);
+      argc = i;
+      break;
+    }
+  }
   CLI::App app{"reprun: reproducible ML training, and the auditor that says where two runs part"};
   app.set_version_flag("--version", "reprun " + reprun_version());
   app.require_subcommand(1);

@@ -27,6 +27,8 @@ int run_main(int argc, char** argv);
 
 // Shared helpers.
 std::vector<std::string> command_line(int argc, char** argv);
+// The arguments after the first "--" (the program of `reprun exec`).
+const std::vector<std::string>& args_after_dashes();
 bool stderr_is_terminal();
 
 Action add_train(CLI::App& sub);
@@ -34,5 +36,6 @@ Action add_diff(CLI::App& sub);
 Action add_check(CLI::App& sub);
 Action add_env(CLI::App& sub);
 Action add_hash(CLI::App& sub);
+Action add_exec(CLI::App& sub);
 
 } // namespace reprun::cli

@@ -147,10 +147,10 @@ ojson diff_to_json(const DiffResult& r) {
 ojson check_to_json(const CheckResult& r) {
   ojson j;
   j["format"] = "reprun.report/1";
-  j["kind"] = "check";
+  j["kind"] = r.kind;
   j["identical"] = r.identical;
   j["verdict"] = r.verdict;
-  j["config"] = r.config;
+  j[r.kind == "exec" ? "program" : "config"] = r.config;
   j["work_dir"] = r.work_dir;
   j["vary"] = r.vary;
   ojson runs = ojson::array();

@@ -307,8 +307,8 @@ std::string render_check(const CheckResult& r, ReportFormat f, bool color) {
   case ReportFormat::text: return render_check_text(r, color);
   case ReportFormat::json: return check_to_json(r).dump(2) + "\n";
   case ReportFormat::markdown: {
-    std::string o = fmt::format("## reprun check {} {}\n\n", r.identical ? "✅" : "❌", esc_md(r.verdict));
-    o += fmt::format("Config `{}`; runs:\n\n", r.config);
+    std::string o = fmt::format("## reprun {} {} {}\n\n", r.kind, r.identical ? "✅" : "❌", esc_md(r.verdict));
+    o += fmt::format("{} `{}`; runs:\n\n", r.kind == "exec" ? "Program" : "Config", r.config);
     for (const auto& run : r.runs) {
       o += fmt::format("- run-{}: {} → {}\n", run.index, run.variation.empty() ? "baseline" : esc_md(run.variation),
                        esc_md(run.status));
@@ -336,7 +336,7 @@ std::string render_check(const CheckResult& r, ReportFormat f, bool color) {
                                  p.diff, extra));
       failures += p.diff.identical ? 0 : 1;
     }
-    return junit_document("reprun check " + r.config, cases, failures);
+    return junit_document("reprun " + r.kind + " " + r.config, cases, failures);
   }
   case ReportFormat::html: {
     std::string body = fmt::format("<p class=\"verdict {}\">{}</p>\n<p>config <code>{}</code></p>\n<ul>\n",
@@ -350,7 +350,7 @@ std::string render_check(const CheckResult& r, ReportFormat f, bool color) {
       body += html_section(p.diff, fmt::format("run-{} vs run-1", p.run),
                            p.localization ? &*p.localization : nullptr);
     }
-    return html_page("reprun check", body);
+    return html_page("reprun " + r.kind, body);
   }
   }
   return "";

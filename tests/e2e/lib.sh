@@ -67,3 +67,17 @@ small_config() {
  "training": {"batch_size": 32, "epochs": 2, "checkpoint_every": 10, "eval_every": 20}${extra}}
 JSON
 }
+
+# python_with MODULE: a Python interpreter that can import MODULE (the first python3 on PATH, then
+# Debian's /usr/bin/python3), or nothing.
+python_with() {
+  local py
+  for py in "$(command -v python3 || true)" /usr/bin/python3; do
+    [[ -n $py && -x $py ]] || continue
+    if "$py" -c "import $1" >/dev/null 2>&1; then
+      echo "$py"
+      return 0
+    fi
+  done
+  return 1
+}
