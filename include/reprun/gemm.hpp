@@ -6,7 +6,7 @@
 //   change a bit;
 // - a sum over a batch split into micro-batches continues the same chain (C keeps the running
 //   value), so gradient accumulation 1x128, 4x32 or 8x16 gives the same bits;
-// - the AVX2 kernel (vfmadd) and the portable one (std::fma) round identically.
+// - the AVX-512 and AVX2 kernels (vfmadd) and the portable one (std::fma) round identically.
 #pragma once
 
 #include <string>
@@ -26,17 +26,20 @@ struct MatView {
 void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float* C, long ldc,
               ThreadPool* pool);
 
-// Which kernel runs on this CPU: "avx2-fma" or "portable".
+// Which kernel runs on this CPU: "avx512", "avx2-fma" or "portable".
 std::string gemm_kernel_name();
-// Force the portable kernel (tests compare the two).
-void gemm_force_portable(bool on);
+// Use at most this kernel ("avx512", "avx2-fma", "portable"; "" = the best the CPU has). Tests
+// compare them; REPRUN_GEMM_KERNEL in the environment does the same for a whole run.
+void gemm_force_kernel(const std::string& name);
+void gemm_force_portable(bool on); // same as gemm_force_kernel("portable") / ("")
 
 namespace detail {
 // Tile kernels (single-threaded), exposed for tests: C tile of m x n, k from 0..K-1.
 void gemm_tile_portable(long m, long n, long K, MatView A, const float* B, long ldb, float* C,
                         long ldc);
 bool gemm_tile_avx2(long m, long n, long K, MatView A, const float* B, long ldb, float* C,
-                    long ldc); // false when the CPU lacks AVX2/FMA
+                    long ldc);
+void gemm_tile_avx512(long m, long n, long K, MatView A, const float* B, long ldb, float* C, long ldc);
 } // namespace detail
 
 } // namespace reprun

@@ -97,6 +97,7 @@ private:
   std::vector<std::vector<float>> m_mask; // per hidden layer (rows, out): dropout scale (0 or 1/(1-p))
   std::vector<float> m_g;   // (rows, widest) gradient flowing back
   std::vector<float> m_dh;  // (rows, widest)
+  std::vector<double> m_exp; // (classes) softmax exponentials of one row
   std::vector<std::vector<float>> m_partial; // per worker: atomic-mode partial gradient
   std::vector<Xxh3Stream*> m_fwd_hash, m_bwd_hash;
   std::vector<std::string> m_fwd_names, m_bwd_names;

@@ -1,9 +1,11 @@
-// A fixed pool of worker threads for parallel_for over independent tasks. Idle workers sleep on a
-// condition variable (no spinning). Determinism never depends on which worker runs which task:
+// A fixed pool of worker threads for parallel_for over independent tasks. Idle workers spin for
+// about 50 microseconds and then sleep on a condition variable. Determinism never depends on which worker runs which task:
 // callers give every task its own output, so the thread count cannot change a bit.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -25,19 +27,19 @@ public:
 
 private:
   void worker_loop(int worker);
-  void run_tasks(int worker);
+  void run_tasks(int worker, uint64_t generation, const std::function<void(int, int)>* fn, int n);
 
   int m_size;
   std::vector<std::thread> m_threads;
   std::mutex m_mutex;
   std::condition_variable m_wake;
   std::condition_variable m_done;
-  const std::function<void(int, int)>* m_fn = nullptr;
-  int m_n = 0;
-  int m_next = 0;
-  int m_active = 0;
-  unsigned long m_generation = 0;
-  bool m_stop = false;
+  const std::function<void(int, int)>* m_fn = nullptr; // guarded by m_mutex
+  int m_n = 0;                                         // guarded by m_mutex
+  bool m_stop = false;                                 // guarded by m_mutex
+  std::atomic<uint64_t> m_generation{0};
+  std::atomic<uint64_t> m_ticket{0}; // (generation << 32) | next task
+  std::atomic<int> m_done_count{0};
 };
 
 } // namespace reprun

@@ -1,7 +1,20 @@
 // ThreadPool: see include/reprun/threadpool.hpp.
+//
+// Tasks are handed out through one atomic ticket, (generation << 32) | next task index: a worker
+// takes task i of generation g only with a compare-exchange on exactly that value, so a worker
+// that woke late for an old parallel_for can never run a task (or call a function) of a newer one.
+// After a parallel_for a worker spins briefly (about 50 microseconds, yielding) for the next one,
+// because a training step issues dozens back to back, and then sleeps on a condition variable: an
+// idle pool costs no CPU.
 #include "reprun/threadpool.hpp"
 
+#include <chrono>
+
 namespace reprun {
+
+namespace {
+constexpr auto k_spin = std::chrono::microseconds(50);
+}
 
 ThreadPool::ThreadPool(int threads) : m_size(threads < 1 ? 1 : threads) {
   for (int w = 1; w < m_size; ++w) {
@@ -20,39 +33,45 @@ ThreadPool::~ThreadPool() {
   }
 }
 
-void ThreadPool::run_tasks(int worker) {
+void ThreadPool::run_tasks(int worker, uint64_t generation, const std::function<void(int, int)>* fn, int n) {
   for (;;) {
-    int task;
-    {
-      std::lock_guard<std::mutex> lock(m_mutex);
-      if (m_next >= m_n) {
-        return;
-      }
-      task = m_next++;
+    uint64_t t = m_ticket.load(std::memory_order_acquire);
+    if ((t >> 32) != generation || static_cast<int>(t & 0xffffffffu) >= n) {
+      return;
     }
-    (*m_fn)(task, worker);
+    if (!m_ticket.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) {
+      continue;
+    }
+    (*fn)(static_cast<int>(t & 0xffffffffu), worker);
+    if (m_done_count.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
+      std::lock_guard<std::mutex> lock(m_mutex);
+      m_done.notify_all();
+    }
   }
 }
 
 void ThreadPool::worker_loop(int worker) {
-  unsigned long seen = 0;
+  uint64_t seen = 0;
   for (;;) {
+    const auto until = std::chrono::steady_clock::now() + k_spin;
+    while (m_generation.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until) {
+      std::this_thread::yield();
+    }
+    uint64_t generation;
+    const std::function<void(int, int)>* fn;
+    int n;
     {
       std::unique_lock<std::mutex> lock(m_mutex);
-      m_wake.wait(lock, [&] { return m_stop || m_generation != seen; });
+      m_wake.wait(lock, [&] { return m_stop || m_generation.load() != seen; });
       if (m_stop) {
         return;
       }
-      seen = m_generation;
-      ++m_active;
+      generation = m_generation.load();
+      fn = m_fn;
+      n = m_n;
     }
-    run_tasks(worker);
-    {
-      std::lock_guard<std::mutex> lock(m_mutex);
-      if (--m_active == 0) {
-        m_done.notify_all();
-      }
-    }
+    seen = generation;
+    run_tasks(worker, generation, fn, n);
   }
 }
 
@@ -66,18 +85,22 @@ void ThreadPool::parallel_for(int n, const std::function<void(int, int)>& fn) {
     }
     return;
   }
+  uint64_t generation;
   {
     std::lock_guard<std::mutex> lock(m_mutex);
+    generation = m_generation.load() + 1;
     m_fn = &fn;
     m_n = n;
-    m_next = 0;
-    ++m_generation;
+    m_done_count.store(0, std::memory_order_release);
+    m_ticket.store(generation << 32, std::memory_order_release);
+    m_generation.store(generation, std::memory_order_release);
   }
   m_wake.notify_all();
-  run_tasks(0);
-  std::unique_lock<std::mutex> lock(m_mutex);
-  m_done.wait(lock, [&] { return m_active == 0 && m_next >= m_n; });
-  m_fn = nullptr;
+  run_tasks(0, generation, &fn, n);
+  if (m_done_count.load(std::memory_order_acquire) < n) {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    m_done.wait(lock, [&] { return m_done_count.load(std::memory_order_acquire) >= n; });
+  }
 }
 
 } // namespace reprun

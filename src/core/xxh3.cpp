@@ -8,6 +8,7 @@
 extern "C" {
 unsigned long long reprun_xxh3_generic(const void*, size_t);
 unsigned long long reprun_xxh3_avx2(const void*, size_t);
+unsigned long long reprun_xxh3_avx512(const void*, size_t);
 void reprun_xxh3_reset_generic(void*);
 void reprun_xxh3_reset_avx2(void*);
 void reprun_xxh3_update_generic(void*, const void*, size_t);
@@ -24,11 +25,20 @@ bool has_avx2() {
   static const bool k_avx2 = __builtin_cpu_supports("avx2");
   return k_avx2;
 }
+bool has_avx512() {
+  static const bool k_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  return k_avx512;
+}
 } // namespace
 
-const char* xxh3_impl() { return has_avx2() ? "avx2" : "sse2"; }
+const char* xxh3_impl() { return has_avx512() ? "avx512" : has_avx2() ? "avx2" : "sse2"; }
 
+// One-shot hashing (the per-step tensor checksums) uses the widest build the CPU runs; the
+// streaming state (trace "full") uses AVX2. All builds compute the same function.
 uint64_t xxh3_64(const void* data, size_t size) {
+  if (has_avx512()) {
+    return reprun_xxh3_avx512(data, size);
+  }
   return has_avx2() ? reprun_xxh3_avx2(data, size) : reprun_xxh3_generic(data, size);
 }
 

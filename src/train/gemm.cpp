@@ -7,26 +7,52 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 
 namespace reprun {
 
 namespace {
 // Tile sizes are constants, never derived from the thread count.
-constexpr long k_tile_m = 48;
-constexpr long k_tile_n = 64;
-std::atomic<bool> g_force_portable{false};
+constexpr long k_tile_m = 24;
+constexpr long k_tile_n = 128;
+enum Kernel { k_portable = 0, k_avx2 = 1, k_avx512 = 2 };
 
-bool cpu_has_avx2_fma() {
-  static const bool k_has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return k_has;
+int cpu_best() {
+  static const int k_best = [] {
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) {
+      return k_avx512;
+    }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+      return k_avx2;
+    }
+    return k_portable;
+  }();
+  return k_best;
 }
+
+int parse_kernel(const std::string& name) {
+  return name == "portable" ? k_portable : name == "avx2-fma" || name == "avx2" ? k_avx2 : k_avx512;
+}
+
+std::atomic<int> g_cap{[] {
+  const char* env = std::getenv("REPRUN_GEMM_KERNEL");
+  return env && *env ? parse_kernel(env) : k_avx512;
+}()};
+
+int active_kernel() { return std::min(cpu_best(), g_cap.load()); }
 } // namespace
 
 std::string gemm_kernel_name() {
-  return (cpu_has_avx2_fma() && !g_force_portable.load()) ? "avx2-fma" : "portable";
+  switch (active_kernel()) {
+  case k_avx512: return "avx512";
+  case k_avx2: return "avx2-fma";
+  default: return "portable";
+  }
 }
 
-void gemm_force_portable(bool on) { g_force_portable.store(on); }
+void gemm_force_kernel(const std::string& name) { g_cap.store(name.empty() ? k_avx512 : parse_kernel(name)); }
+
+void gemm_force_portable(bool on) { gemm_force_kernel(on ? "portable" : ""); }
 
 namespace detail {
 void gemm_tile_portable(long m, long n, long K, MatView A, const float* B, long ldb, float* C,
@@ -49,7 +75,7 @@ void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float
   if (M <= 0 || N <= 0 || K <= 0) {
     return;
   }
-  const bool use_avx2 = cpu_has_avx2_fma() && !g_force_portable.load();
+  const int kernel = active_kernel();
   const long tiles_m = (M + k_tile_m - 1) / k_tile_m;
   const long tiles_n = (N + k_tile_n - 1) / k_tile_n;
   auto run_tile = [&](int t, int) {
@@ -60,7 +86,11 @@ void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float
     MatView a{A.data + i0 * A.rs, A.rs, A.cs};
     const float* b = B + j0;
     float* c = C + i0 * ldc + j0;
-    if (!(use_avx2 && detail::gemm_tile_avx2(m, n, K, a, b, ldb, c, ldc))) {
+    if (kernel == k_avx512) {
+      detail::gemm_tile_avx512(m, n, K, a, b, ldb, c, ldc);
+    } else if (kernel == k_avx2) {
+      detail::gemm_tile_avx2(m, n, K, a, b, ldb, c, ldc);
+    } else {
       detail::gemm_tile_portable(m, n, K, a, b, ldb, c, ldc);
     }
   };

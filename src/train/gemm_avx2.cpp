@@ -1,7 +1,7 @@
-// AVX2/FMA tile kernel (this file alone is compiled with -mavx2 -mfma and only called after a
-// run-time CPU check). Register block of 4 rows x 16 columns; each C element is one vfmadd chain
-// over k in order, exactly as the portable kernel's std::fma chain, so both give the same bits.
-// Edges that do not fill a register block use the same scalar fma chain.
+// AVX2/FMA tile kernel (this file alone is compiled with -mavx2 -mfma; called only after a
+// run-time CPU check). Register block of up to 6 rows x 16 columns; each C element is one vfmadd
+// chain over k in order, exactly like the portable kernel's std::fma chain, so both give the same
+// bits. Column tails narrower than 8 use the same chain in scalar code.
 #include "reprun/gemm.hpp"
 
 #include <cmath>
@@ -10,88 +10,70 @@
 namespace reprun::detail {
 
 namespace {
-constexpr long k_mr = 4;
-constexpr long k_nr = 16;
-constexpr long k_kc = 256; // k block: keeps the B panel (k_kc x 16 floats) in L1
+constexpr long k_kc = 256; // k block: the B panel (256 x 16 floats) stays in L1
 
-void block_4x16(long k0, long k1, MatView A, const float* B, long ldb, float* C, long ldc) {
-  __m256 c00 = _mm256_loadu_ps(C), c01 = _mm256_loadu_ps(C + 8);
-  __m256 c10 = _mm256_loadu_ps(C + ldc), c11 = _mm256_loadu_ps(C + ldc + 8);
-  __m256 c20 = _mm256_loadu_ps(C + 2 * ldc), c21 = _mm256_loadu_ps(C + 2 * ldc + 8);
-  __m256 c30 = _mm256_loadu_ps(C + 3 * ldc), c31 = _mm256_loadu_ps(C + 3 * ldc + 8);
-  const float* a0 = A.data;
-  const float* a1 = A.data + A.rs;
-  const float* a2 = A.data + 2 * A.rs;
-  const float* a3 = A.data + 3 * A.rs;
-  for (long k = k0; k < k1; ++k) {
-    const __m256 b0 = _mm256_loadu_ps(B + k * ldb);
-    const __m256 b1 = _mm256_loadu_ps(B + k * ldb + 8);
-    const long ak = k * A.cs;
-    __m256 a = _mm256_broadcast_ss(a0 + ak);
-    c00 = _mm256_fmadd_ps(a, b0, c00);
-    c01 = _mm256_fmadd_ps(a, b1, c01);
-    a = _mm256_broadcast_ss(a1 + ak);
-    c10 = _mm256_fmadd_ps(a, b0, c10);
-    c11 = _mm256_fmadd_ps(a, b1, c11);
-    a = _mm256_broadcast_ss(a2 + ak);
-    c20 = _mm256_fmadd_ps(a, b0, c20);
-    c21 = _mm256_fmadd_ps(a, b1, c21);
-    a = _mm256_broadcast_ss(a3 + ak);
-    c30 = _mm256_fmadd_ps(a, b0, c30);
-    c31 = _mm256_fmadd_ps(a, b1, c31);
+template <int MR, int NV>
+void block(long k0, long k1, MatView A, const float* B, long ldb, float* C, long ldc) {
+  __m256 acc[MR][NV];
+  for (int r = 0; r < MR; ++r) {
+    for (int v = 0; v < NV; ++v) {
+      acc[r][v] = _mm256_loadu_ps(C + r * ldc + v * 8);
+    }
   }
-  _mm256_storeu_ps(C, c00);
-  _mm256_storeu_ps(C + 8, c01);
-  _mm256_storeu_ps(C + ldc, c10);
-  _mm256_storeu_ps(C + ldc + 8, c11);
-  _mm256_storeu_ps(C + 2 * ldc, c20);
-  _mm256_storeu_ps(C + 2 * ldc + 8, c21);
-  _mm256_storeu_ps(C + 3 * ldc, c30);
-  _mm256_storeu_ps(C + 3 * ldc + 8, c31);
+  for (long k = k0; k < k1; ++k) {
+    __m256 b[NV];
+    for (int v = 0; v < NV; ++v) {
+      b[v] = _mm256_loadu_ps(B + k * ldb + v * 8);
+    }
+    const float* a = A.data + k * A.cs;
+    for (int r = 0; r < MR; ++r) {
+      const __m256 x = _mm256_broadcast_ss(a + r * A.rs);
+      for (int v = 0; v < NV; ++v) {
+        acc[r][v] = _mm256_fmadd_ps(x, b[v], acc[r][v]);
+      }
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int v = 0; v < NV; ++v) {
+      _mm256_storeu_ps(C + r * ldc + v * 8, acc[r][v]);
+    }
+  }
 }
 
-void block_1x8(long k0, long k1, const float* a, long acs, const float* B, long ldb, float* C) {
-  __m256 c = _mm256_loadu_ps(C);
-  for (long k = k0; k < k1; ++k) {
-    c = _mm256_fmadd_ps(_mm256_broadcast_ss(a + k * acs), _mm256_loadu_ps(B + k * ldb), c);
+template <int NV>
+void rows(long m, long k0, long k1, MatView A, const float* B, long ldb, float* C, long ldc) {
+  long i = 0;
+  for (; i + 6 <= m; i += 6) {
+    block<6, NV>(k0, k1, MatView{A.data + i * A.rs, A.rs, A.cs}, B, ldb, C + i * ldc, ldc);
   }
-  _mm256_storeu_ps(C, c);
+  for (; i < m; ++i) {
+    block<1, NV>(k0, k1, MatView{A.data + i * A.rs, A.rs, A.cs}, B, ldb, C + i * ldc, ldc);
+  }
 }
 
-void scalar(long k0, long k1, const float* a, long acs, const float* B, long ldb, float* c) {
-  float acc = *c;
-  for (long k = k0; k < k1; ++k) {
-    acc = std::fma(a[k * acs], B[k * ldb], acc);
+void scalar(long m, long k0, long k1, MatView A, const float* B, long ldb, float* C, long ldc) {
+  for (long i = 0; i < m; ++i) {
+    float acc = C[i * ldc];
+    for (long k = k0; k < k1; ++k) {
+      acc = std::fma(A.data[i * A.rs + k * A.cs], B[k * ldb], acc);
+    }
+    C[i * ldc] = acc;
   }
-  *c = acc;
 }
 } // namespace
 
-bool gemm_tile_avx2(long m, long n, long K, MatView A, const float* B, long ldb, float* C,
-                    long ldc) {
-  // k blocks outermost: C carries the running value between blocks, so the chain is unchanged.
+bool gemm_tile_avx2(long m, long n, long K, MatView A, const float* B, long ldb, float* C, long ldc) {
   for (long k0 = 0; k0 < K; k0 += k_kc) {
     const long k1 = k0 + k_kc < K ? k0 + k_kc : K;
     long j = 0;
-    for (; j + k_nr <= n; j += k_nr) {
-      long i = 0;
-      for (; i + k_mr <= m; i += k_mr) {
-        block_4x16(k0, k1, MatView{A.data + i * A.rs, A.rs, A.cs}, B + j, ldb, C + i * ldc + j, ldc);
-      }
-      for (; i < m; ++i) {
-        block_1x8(k0, k1, A.data + i * A.rs, A.cs, B + j, ldb, C + i * ldc + j);
-        block_1x8(k0, k1, A.data + i * A.rs, A.cs, B + j + 8, ldb, C + i * ldc + j + 8);
-      }
+    for (; j + 16 <= n; j += 16) {
+      rows<2>(m, k0, k1, A, B + j, ldb, C + j, ldc);
     }
     for (; j + 8 <= n; j += 8) {
-      for (long i = 0; i < m; ++i) {
-        block_1x8(k0, k1, A.data + i * A.rs, A.cs, B + j, ldb, C + i * ldc + j);
-      }
+      rows<1>(m, k0, k1, A, B + j, ldb, C + j, ldc);
     }
     for (; j < n; ++j) {
-      for (long i = 0; i < m; ++i) {
-        scalar(k0, k1, A.data + i * A.rs, A.cs, B + j, ldb, C + i * ldc + j);
-      }
+      scalar(m, k0, k1, A, B + j, ldb, C + j, ldc);
     }
   }
   return true;

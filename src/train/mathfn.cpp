@@ -3,6 +3,8 @@
 #include "reprun/mathfn.hpp"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 
 namespace reprun::mathfn {
@@ -35,7 +37,16 @@ double exp(double x) {
   for (double c : k_inv_fact) {
     p = p * r + c;
   }
-  return std::ldexp(p, static_cast<int>(n));
+  // p * 2^n: exact. For n in the normal range the power of two is built from its bits (what
+  // ldexp does, without the call); near the ends ldexp handles the subnormal and overflow cases.
+  const int ni = static_cast<int>(n);
+  if (ni > -1022 && ni < 1023) {
+    const uint64_t bits = static_cast<uint64_t>(ni + 1023) << 52;
+    double scale;
+    std::memcpy(&scale, &bits, sizeof(scale));
+    return p * scale;
+  }
+  return std::ldexp(p, ni);
 }
 
 double log(double x) {

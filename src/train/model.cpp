@@ -102,6 +102,7 @@ MlpRunner::MlpRunner(Mlp& model, const ModelConfig& mc, long max_rows, int threa
     m_mask.emplace_back(static_cast<size_t>(max_rows * model.layers()[l].out));
   }
   m_g.resize(static_cast<size_t>(max_rows * widest));
+  m_exp.resize(static_cast<size_t>(model.classes()));
   m_dh.resize(static_cast<size_t>(max_rows * widest));
   m_partial.resize(static_cast<size_t>(std::max(1, threads)));
   const size_t L = model.layers().size();
@@ -141,13 +142,25 @@ MlpRunner::~MlpRunner() {
 }
 
 void MlpRunner::begin_step(const StepContext& ctx) {
-  for (auto& d : m_model.layers()) {
+  auto& layers = m_model.layers();
+  for (size_t l = 0; l < layers.size(); ++l) {
+    Dense& d = layers[l];
     std::fill(d.gw.begin(), d.gw.end(), 0.0f);
     std::fill(d.gb.begin(), d.gb.end(), 0.0f);
-    // Transposed weights for dX = dY * W^T: the weights do not change within a step.
-    for (long i = 0; i < d.in; ++i) {
-      for (long o = 0; o < d.out; ++o) {
-        d.wt[static_cast<size_t>(o * d.in + i)] = d.w[static_cast<size_t>(i * d.out + o)];
+    if (l == 0) {
+      continue; // the first layer's input gradient is never needed, nor its transposed weights
+    }
+    // Transposed weights for dX = dY * W^T (the weights do not change within a step), in 32x32
+    // blocks so that both sides stay in cache.
+    constexpr long k_b = 32;
+    for (long i0 = 0; i0 < d.in; i0 += k_b) {
+      for (long o0 = 0; o0 < d.out; o0 += k_b) {
+        const long i1 = std::min(d.in, i0 + k_b), o1 = std::min(d.out, o0 + k_b);
+        for (long i = i0; i < i1; ++i) {
+          for (long o = o0; o < o1; ++o) {
+            d.wt[static_cast<size_t>(o * d.in + i)] = d.w[static_cast<size_t>(i * d.out + o)];
+          }
+        }
       }
     }
   }
@@ -294,11 +307,12 @@ void MlpRunner::micro_batch(const StepContext& ctx, const float* x, const int32_
     }
     double sum = 0.0;
     for (long j = 0; j < C; ++j) {
-      sum += mathfn::exp(static_cast<double>(z[j]) - static_cast<double>(zmax));
+      m_exp[static_cast<size_t>(j)] = mathfn::exp(static_cast<double>(z[j]) - static_cast<double>(zmax));
+      sum += m_exp[static_cast<size_t>(j)];
     }
     loss_sum += mathfn::log(sum) - (static_cast<double>(z[y[r]]) - static_cast<double>(zmax));
     for (long j = 0; j < C; ++j) {
-      double p = mathfn::exp(static_cast<double>(z[j]) - static_cast<double>(zmax)) / sum;
+      double p = m_exp[static_cast<size_t>(j)] / sum;
       g[r * C + j] = static_cast<float>((p - (j == y[r] ? 1.0 : 0.0)) * inv_b);
     }
   }

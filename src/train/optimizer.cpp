@@ -67,10 +67,18 @@ void Optimizer::step(long t, ThreadPool* pool) {
       float* w = m_params[k.param].data;
       const float* g = m_params[k.param].grad;
       float* v = m_m[k.param].data();
-      for (size_t i = k.begin; i < k.end; ++i) {
-        float gi = wd != 0.0f ? g[i] + wd * w[i] : g[i];
-        v[i] = mu != 0.0f ? mu * v[i] + gi : gi;
-        w[i] = w[i] - lr * v[i];
+      // Branch-free loops per case, so they vectorize; each is the same expression as written.
+      if (wd != 0.0f) {
+        for (size_t i = k.begin; i < k.end; ++i) {
+          float gi = g[i] + wd * w[i];
+          v[i] = mu * v[i] + gi;
+          w[i] = w[i] - lr * v[i];
+        }
+      } else {
+        for (size_t i = k.begin; i < k.end; ++i) {
+          v[i] = mu * v[i] + g[i];
+          w[i] = w[i] - lr * v[i];
+        }
       }
     };
     pool->parallel_for(static_cast<int>(tasks.size()), run);

@@ -40,22 +40,24 @@ TEST_CASE("gemm_acc matches a float64 reference on edge shapes") {
   }
 }
 
-TEST_CASE("AVX2 and portable kernels give identical bits") {
-  const long M = 53, N = 77, K = 301;
-  auto A = random_matrix(M * K, 4), B = random_matrix(K * N, 5), C = random_matrix(M * N, 6);
-  auto C1 = C, C2 = C;
-  gemm_force_portable(true);
-  gemm_acc(M, N, K, MatView{A.data(), K, 1}, B.data(), N, C1.data(), N, nullptr);
-  gemm_force_portable(false);
-  gemm_acc(M, N, K, MatView{A.data(), K, 1}, B.data(), N, C2.data(), N, nullptr);
-  CHECK(same_bits(C1, C2));
-  // Transposed A (the weight-gradient shape) too.
-  auto T1 = C, T2 = C;
-  gemm_force_portable(true);
-  gemm_acc(M, N, K, MatView{A.data(), 1, M}, B.data(), N, T1.data(), N, nullptr);
-  gemm_force_portable(false);
-  gemm_acc(M, N, K, MatView{A.data(), 1, M}, B.data(), N, T2.data(), N, nullptr);
-  CHECK(same_bits(T1, T2));
+TEST_CASE("AVX-512, AVX2 and portable kernels give identical bits on every edge shape") {
+  const std::string best = gemm_kernel_name();
+  for (auto [M, N, K] : {std::tuple{53L, 77L, 301L}, {1L, 1L, 1L}, {13L, 10L, 700L}, {130L, 129L, 257L}, {4L, 33L, 5L}}) {
+    auto A = random_matrix(M * K, 4), B = random_matrix(K * N, 5), C = random_matrix(M * N, 6);
+    for (bool trans : {false, true}) {
+      MatView a = trans ? MatView{A.data(), 1, M} : MatView{A.data(), K, 1};
+      std::vector<std::vector<float>> out;
+      for (const char* k : {"portable", "avx2-fma", "avx512"}) {
+        gemm_force_kernel(k);
+        auto c = C;
+        gemm_acc(M, N, K, a, B.data(), N, c.data(), N, nullptr);
+        out.push_back(c);
+      }
+      gemm_force_kernel(best);
+      CHECK(same_bits(out[0], out[1]));
+      CHECK(same_bits(out[0], out[2]));
+    }
+  }
 }
 
 TEST_CASE("Thread count and a split of K cannot change a bit") {
