@@ -383,23 +383,26 @@ TrainResult run_training(const TrainOptions& opt) {
     for (long r = 0; r < bsz; ++r) {
       idx[static_cast<size_t>(r)] = split.train[order[static_cast<size_t>(b0 + r)]];
     }
-    // Gather the batch's rows; rows are scattered over the dataset, so the next ones are
-    // prefetched while one is copied.
-    constexpr long k_ahead = 4;
+    // Gather the batch's rows, in chunks of 16 rows across the threads (each row has one writer).
+    // Rows are scattered over the dataset, so the next ones are prefetched while one is copied.
     const size_t row_bytes = static_cast<size_t>(F) * sizeof(float);
-    for (long r = 0; r < bsz; ++r) {
-      if (r + k_ahead < bsz) {
-        const char* next = reinterpret_cast<const char*>(&data.x[static_cast<size_t>(idx[static_cast<size_t>(r + k_ahead)]) *
-                                                                 static_cast<size_t>(F)]);
-        for (size_t off = 0; off < row_bytes; off += 64) {
-          __builtin_prefetch(next + off);
+    pool.parallel_for(static_cast<int>((bsz + 15) / 16), [&](int chunk, int) {
+      constexpr long k_ahead = 4;
+      const long r0 = chunk * 16L, r1 = std::min(bsz, r0 + 16);
+      for (long r = r0; r < r1; ++r) {
+        if (r + k_ahead < r1) {
+          const char* next = reinterpret_cast<const char*>(
+              &data.x[static_cast<size_t>(idx[static_cast<size_t>(r + k_ahead)]) * static_cast<size_t>(F)]);
+          for (size_t off = 0; off < row_bytes; off += 64) {
+            __builtin_prefetch(next + off);
+          }
         }
+        const uint32_t sample = idx[static_cast<size_t>(r)];
+        std::memcpy(&xb[static_cast<size_t>(r * F)], &data.x[static_cast<size_t>(sample) * static_cast<size_t>(F)],
+                    row_bytes);
+        yb[static_cast<size_t>(r)] = data.y[sample];
       }
-      const uint32_t sample = idx[static_cast<size_t>(r)];
-      std::memcpy(&xb[static_cast<size_t>(r * F)], &data.x[static_cast<size_t>(sample) * static_cast<size_t>(F)],
-                  row_bytes);
-      yb[static_cast<size_t>(r)] = data.y[sample];
-    }
+    });
     ctx.step = s;
     ctx.batch_size = bsz;
     runner.begin_step(ctx);
@@ -425,9 +428,12 @@ TrainResult run_training(const TrainOptions& opt) {
     }
     rec.tensors.clear();
     if (trace_weights) {
-      for (const auto& p : params) {
-        rec.tensors.push_back({p.name, xxh3_64(p.data, p.size * sizeof(float)), tensor_norm(p.data, p.size)});
-      }
+      // One task per tensor: each checksum and norm is computed whole by one thread.
+      rec.tensors.resize(params.size());
+      pool.parallel_for(static_cast<int>(params.size()), [&](int i, int) {
+        const auto& p = params[static_cast<size_t>(i)];
+        rec.tensors[static_cast<size_t>(i)] = {p.name, xxh3_64(p.data, p.size * sizeof(float)), tensor_norm(p.data, p.size)};
+      });
     }
     steps_log.append(format_step_line(rec));
     res.steps = s;
