@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-test build test demo bench clean
+.PHONY: all deps deps-test deps-bench build test demo bench clean
 
 all: build
 
@@ -20,6 +20,14 @@ build: deps
 
 test: deps-test build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+deps-bench:
+	@bash tools/install-deps.sh bench
+
+# Release build, then reprun and its peers side by side (not part of make test).
+bench: deps-bench build
+	@cmake --build $(BUILD) --target reprun_gemm_bench -j $(JOBS)
+	@BUILD=$(BUILD) /usr/bin/python3 bench/run.py
 
 demo: build
 	@bash tools/demo.sh $(BUILD)/reprun

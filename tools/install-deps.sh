@@ -13,7 +13,7 @@ if [[ $level == ci || $level == bench ]]; then
   pkgs+=(chromium python3-torch)
 fi
 if [[ $level == bench ]]; then
-  pkgs+=(python3-torch python3-threadpoolctl libopenblas-dev b3sum hyperfine)
+  pkgs+=(python3-torch python3-threadpoolctl python3-sklearn libopenblas-dev b3sum openssl time)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

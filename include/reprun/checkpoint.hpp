@@ -35,6 +35,10 @@ long checkpoint_step(const std::string& path);
 long read_checkpoint(const std::string& path, const std::string& config_digest,
                      const std::vector<NamedTensor>& tensors);
 
+// The same from memory (`path` names it in messages): what the fuzzer drives.
+long read_checkpoint_bytes(const std::string& bytes, const std::string& path, const std::string& config_digest,
+                           const std::vector<NamedTensor>& tensors);
+
 // Checkpoint files of a run directory, newest (highest step) first.
 std::vector<std::string> list_checkpoints(const std::string& run_dir);
 std::string checkpoint_path(const std::string& run_dir, long step);

@@ -51,5 +51,10 @@ std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, long epoch, bool shuf
 Dataset read_csv(const std::vector<std::string>& files, const std::string& display_base,
                  long& label_column, std::string& header, long classes);
 Dataset read_idx(const std::string& images, const std::string& labels, long classes);
+// The same from memory (file names for messages only): what the fuzzers drive.
+Dataset parse_csv(const std::vector<std::pair<std::string, std::string>>& named_texts, long& label_column,
+                  std::string& header, long classes);
+Dataset parse_idx(const std::string& images_bytes, const std::string& images_name, const std::string& labels_bytes,
+                  const std::string& labels_name, long classes);
 
 } // namespace reprun

@@ -58,6 +58,10 @@ private:
   int m_fd = -1;
 };
 
+// Files of a run directory are used only when they are not symbolic links: reprun never follows
+// a run directory's contents outside it. Throws Error naming the path.
+void refuse_link(const std::string& path);
+
 // Keeps the leading complete lines whose "step" is <= max_step (and drops a partial last line);
 // rewritten atomically. Used when resuming from a checkpoint.
 void truncate_log_to_step(const std::string& path, long max_step);

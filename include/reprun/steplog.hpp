@@ -19,7 +19,8 @@ public:
   StepLogReader(const StepLogReader&) = delete;
   StepLogReader& operator=(const StepLogReader&) = delete;
 
-  // Next complete line (without '\n'); false at the end. `lineno` is 1-based.
+  // Next complete line (without '\n'); false at the end. `lineno` is 1-based. The line stays
+  // valid until the next call.
   bool next(std::string_view& line);
   long lineno() const { return m_lineno; }
   // Bytes of an unterminated last line (0 when the file ends with '\n').
@@ -33,6 +34,7 @@ private:
   const char* m_data = nullptr;
   size_t m_size = 0;
   size_t m_pos = 0;
+  size_t m_released = 0; // pages before this offset were given back (madvise)
   long m_lineno = 0;
   bool m_mapped = false;
 };

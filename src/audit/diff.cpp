@@ -50,6 +50,9 @@ void open_side(const std::string& path, RunSide& side) {
     side.summary = read_summary(path);
     side.status = side.summary.value("status", "unknown");
     side.steps_path = (fs::path(path) / "steps.jsonl").string();
+    if (fs::is_symlink(fs::symlink_status(side.steps_path, ec))) {
+      throw Error(side.steps_path, "is a symbolic link; reprun does not follow links inside a run directory");
+    }
     if (!fs::exists(side.steps_path, ec)) {
       throw Error(path, "run directory has no steps.jsonl");
     }

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <iostream>
+#include <csignal>
 #include <unistd.h>
 
 namespace reprun::cli {
@@ -37,6 +38,8 @@ bool stderr_is_terminal() { return ::isatty(2) == 1; }
 
 int run_main(int argc, char** argv) {
   g_argv.assign(argv, argv + argc);
+  // A file-size limit (ulimit -f) must be a write error we report, not a silent SIGXFSZ death.
+  std::signal(SIGXFSZ, SIG_IGN);
   // `reprun exec [options] -- PROGRAM ARGS...`: everything after the first "--" belongs to the
   // program, so it is taken out before CLI11 parses (which would treat "--" as the end of a
   // multi-value option and then parse the program's own flags).

@@ -77,7 +77,8 @@ std::string format_step_line(const StepRecord& r) {
 }
 
 AppendLog::AppendLog(const std::string& path) : m_path(path) {
-  m_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+  // O_NOFOLLOW: a symlink planted in a run directory never redirects a write outside it.
+  m_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (m_fd < 0) {
     throw Error(path, std::string("cannot open for writing: ") + std::strerror(errno));
   }
@@ -119,7 +120,15 @@ long line_step(std::string_view line) {
 }
 } // namespace
 
+void refuse_link(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(path, ec))) {
+    throw Error(path, "is a symbolic link; reprun does not follow links inside a run directory");
+  }
+}
+
 void truncate_log_to_step(const std::string& path, long max_step) {
+  refuse_link(path);
   std::error_code ec;
   if (!fs::exists(path, ec)) {
     return;
@@ -146,7 +155,7 @@ void truncate_log_to_step(const std::string& path, long max_step) {
 
 RunLock::RunLock(const std::string& run_dir) {
   std::string path = (fs::path(run_dir) / ".lock").string();
-  m_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  m_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (m_fd < 0) {
     throw Error(path, std::string("cannot create lock file: ") + std::strerror(errno));
   }
@@ -166,6 +175,7 @@ RunLock::~RunLock() {
 ojson read_manifest(const std::string& run_dir) {
   std::string path = (fs::path(run_dir) / "manifest.json").string();
   std::error_code ec;
+  refuse_link(path);
   if (!fs::exists(path, ec)) {
     throw Error(run_dir, "not a run directory (no manifest.json)");
   }
@@ -196,6 +206,7 @@ ojson read_manifest(const std::string& run_dir) {
 ojson read_summary(const std::string& run_dir) {
   std::string path = (fs::path(run_dir) / "summary.json").string();
   std::error_code ec;
+  refuse_link(path);
   if (!fs::exists(path, ec)) {
     return ojson{{"status", "unknown (no summary.json)"}};
   }

@@ -53,6 +53,15 @@ bool StepLogReader::next(std::string_view& line) {
   if (m_pos >= m_size) {
     return false;
   }
+  // Give back the pages already read (every 16 MiB), so memory stays flat however long the log:
+  // the previous line is released, never the one about to be returned.
+  constexpr size_t k_release = 16u << 20;
+  if (m_mapped && m_pos - m_released >= k_release) {
+    const size_t page = 4096;
+    size_t upto = m_pos / page * page;
+    ::madvise(const_cast<char*>(m_data) + m_released, upto - m_released, MADV_DONTNEED);
+    m_released = upto;
+  }
   const void* nl = std::memchr(m_data + m_pos, '\n', m_size - m_pos);
   if (!nl) {
     return false; // partial tail

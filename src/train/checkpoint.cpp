@@ -116,11 +116,15 @@ long checkpoint_step(const std::string& path) {
 
 long read_checkpoint(const std::string& path, const std::string& config_digest,
                      const std::vector<NamedTensor>& tensors) {
-  std::string bytes = read_file(path);
+  return read_checkpoint_bytes(read_file(path), path, config_digest, tensors);
+}
+
+long read_checkpoint_bytes(const std::string& bytes, const std::string& path, const std::string& config_digest,
+                           const std::vector<NamedTensor>& tensors) {
   Parsed p = parse_header(path, bytes);
   const ojson& h = p.header;
   size_t payload = h["payload_bytes"].get<size_t>();
-  if (bytes.size() - p.payload_offset != payload) {
+  if (p.payload_offset > bytes.size() || bytes.size() - p.payload_offset != payload) {
     throw Error(path, fmt::format("payload is {} bytes, header says {}{}", bytes.size() - p.payload_offset,
                                   payload, bytes.size() - p.payload_offset < payload ? " (truncated)" : ""));
   }
@@ -142,7 +146,7 @@ long read_checkpoint(const std::string& path, const std::string& config_digest,
       throw Error(path, fmt::format("tensor {} does not match the model's '{}'", i, tensors[i].name));
     }
     size_t n = tensors[i].data->size() * sizeof(float);
-    if (off + n > bytes.size()) {
+    if (off + n > bytes.size() || off + n < off) {
       throw Error(path, "truncated payload");
     }
     std::memcpy(tensors[i].data->data(), bytes.data() + off, n);

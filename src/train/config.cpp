@@ -315,7 +315,11 @@ void apply_override(ojson& doc, const std::string& assignment) {
       throw Error("--set " + assignment, "'" + key.substr(0, start - 1) + "' is not an object");
     }
     if (dot == std::string::npos) {
-      (*node)[part] = parsed;
+      if (parsed.is_null()) {
+        node->erase(part); // KEY=null removes the key: its default applies
+      } else {
+        (*node)[part] = parsed;
+      }
       return;
     }
     if (!node->contains(part) || (*node)[part].is_null()) {

@@ -57,6 +57,15 @@ void split_fields(std::string_view line, std::vector<std::string_view>& out) {
 Dataset read_csv(const std::vector<std::string>& files, const std::string& display_base,
                  long& label_column, std::string& header, long classes) {
   (void)display_base;
+  std::vector<std::pair<std::string, std::string>> texts;
+  for (const auto& f : files) {
+    texts.emplace_back(f, read_file(f));
+  }
+  return parse_csv(texts, label_column, header, classes);
+}
+
+Dataset parse_csv(const std::vector<std::pair<std::string, std::string>>& texts, long& label_column,
+                  std::string& header, long classes) {
   Dataset d;
   long ncols = -1;
   long label = -1;
@@ -65,8 +74,7 @@ Dataset read_csv(const std::vector<std::string>& files, const std::string& displ
   int32_t max_label = -1;
   bool header_resolved = header != "auto";
   bool has_header = header == "true";
-  for (const auto& file : files) {
-    std::string text = read_file(file);
+  for (const auto& [file, text] : texts) {
     size_t pos = 0;
     long lineno = 0;
     bool first = true;
@@ -146,7 +154,8 @@ Dataset read_csv(const std::vector<std::string>& files, const std::string& displ
     }
   }
   if (d.y.empty()) {
-    throw Error(files.size() == 1 ? files[0] : files[0] + " (and others)", "no data rows");
+    throw Error(texts.empty() ? "(no files)" : texts.size() == 1 ? texts[0].first : texts[0].first + " (and others)",
+                "no data rows");
   }
   label_column = label;
   header = has_header ? "true" : "false";
@@ -154,7 +163,7 @@ Dataset read_csv(const std::vector<std::string>& files, const std::string& displ
   d.features = ncols - 1;
   d.classes = classes > 0 ? classes : max_label + 1;
   if (d.classes < 2) {
-    throw Error(files[0], "labels contain a single class; need at least 2");
+    throw Error(texts[0].first, "labels contain a single class; need at least 2");
   }
   return d;
 }

@@ -18,8 +18,11 @@ uint32_t be32(const std::string& s, size_t off) {
 } // namespace
 
 Dataset read_idx(const std::string& images, const std::string& labels, long classes) {
-  std::string img = read_file(images);
-  std::string lab = read_file(labels);
+  return parse_idx(read_file(images), images, read_file(labels), labels, classes);
+}
+
+Dataset parse_idx(const std::string& img, const std::string& images, const std::string& lab,
+                  const std::string& labels, long classes) {
   if (img.size() < 16) {
     throw Error(images, fmt::format("truncated IDX header ({} bytes)", img.size()));
   }

@@ -371,6 +371,7 @@ TrainResult run_training(const TrainOptions& opt) {
     }
     steps_log.append(format_initial_line(init));
   }
+  try {
   for (long s = start_step + 1; s <= plan.total_steps; ++s) {
     const long epoch = (s - 1) / plan.steps_per_epoch;
     const long pos = (s - 1) % plan.steps_per_epoch;
@@ -470,6 +471,16 @@ TrainResult run_training(const TrainOptions& opt) {
       res.code = ExitCode::interrupted;
       break;
     }
+  }
+  } catch (const Error& e) {
+    // An I/O error (disk full, file size limit) stops the run: say so in the summary if that can
+    // still be written; the last complete checkpoint stays as it was.
+    res.status = std::string("failed: ") + e.what();
+    try {
+      write_summary(run_dir, res, plan.total_steps);
+    } catch (const Error&) {
+    }
+    throw;
   }
   if (res.status == "running") {
     res.status = "complete";

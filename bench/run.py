@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""`make bench`: reprun and its peers on the same work, side by side, in one command.
+
+Workloads (issue "Performance"): the mnist-mlp trainer against PyTorch at 1 and 2 threads; GEMM
+GFLOP/s on the layer shapes against OpenBLAS; accuracy parity (same data as PyTorch, and
+scikit-learn's digits); trace overhead; `reprun hash` against openssl, b3sum and sha256sum;
+`reprun diff` on two 1,000,000-step logs; start-up. Timings are medians of several runs with the
+peers interleaved with reprun. Writes bench/results/latest.json and the table in
+docs/performance.md. Python standard library only (the peers bring numpy and torch).
+"""
+import gzip
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPRUN = os.path.join(ROOT, os.environ.get("BUILD", "build"), "reprun")
+GEMM = os.path.join(ROOT, os.environ.get("BUILD", "build"), "reprun_gemm_bench")
+PY = "/usr/bin/python3"
+REPS = int(os.environ.get("BENCH_REPS", "3"))
+# OpenBLAS workarounds set on some machines slow current builds; unset for the peers alone.
+PEER_ENV = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+
+
+def run(cmd, env=None, check=True, capture=True):
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE if capture else None, stderr=subprocess.PIPE, text=True)
+    if check and r.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[-500:]}")
+    return r
+
+
+def timed(cmd, env=None):
+    t0 = time.perf_counter()
+    r = run(cmd, env=env)
+    return time.perf_counter() - t0, r
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def machine():
+    cpu = "unknown"
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    flags = open("/proc/cpuinfo").read()
+    isa = [f for f in ("avx2", "fma", "avx512f") if re.search(rf"\b{f}\b", flags)]
+    env = json.loads(run([REPRUN, "env", "--json"]).stdout)
+    return {"cpu": cpu, "cores": os.cpu_count(), "isa": isa, "os": env["host"]["os"],
+            "compiler": env["reprun"]["compiler"], "gemm_kernel": env["reprun"]["kernels"]["gemm"],
+            "reprun_commit": env["reprun"]["git_commit"]}
+
+
+def last_losses(steps_path, n=50):
+    losses = []
+    with open(steps_path) as f:
+        for line in f:
+            m = re.search(r'"loss":([-0-9.eE+]+)', line)
+            if m:
+                losses.append(float(m.group(1)))
+    return sum(losses[-n:]) / len(losses[-n:])
+
+
+def bench_trainer(work, results):
+    data = os.path.join(work, "data")
+    os.makedirs(data, exist_ok=True)
+    run([PY, os.path.join(ROOT, "bench", "make_data.py"), data])
+    cfg = os.path.join(work, "mnist-idx.json")
+    with open(cfg, "w") as f:
+        json.dump({"seed": 1, "data": {"kind": "idx", "images": "data/images.idx", "labels": "data/labels.idx",
+                                       "validation_fraction": 0.0, "normalize": "standard"},
+                   "model": {"hidden": [256, 256], "activation": "relu"},
+                   "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9},
+                   "training": {"batch_size": 128, "epochs": 1, "checkpoint_every": 469, "eval_every": 469},
+                   "determinism": {"trace": "weights"}}, f)
+    out = {}
+    steps_files = {}
+    for threads in (1, 2):
+        rep, best, default = [], [], []
+        for i in range(REPS):
+            d = os.path.join(work, f"run-t{threads}-{i}")
+            run([REPRUN, "train", cfg, "-o", d, "--threads", str(threads), "-q"])
+            s = json.load(open(os.path.join(d, "summary.json")))
+            rep.append(s["steps"] / s["steps_per_second"])
+            steps_files[threads] = os.path.join(d, "steps.jsonl")
+            env = dict(PEER_ENV, OMP_WAIT_POLICY="PASSIVE")
+            t = json.loads(run([PY, os.path.join(ROOT, "bench", "torch_mlp.py"), data, str(threads), "best"], env=env).stdout)
+            best.append(t["seconds"])
+            torch_loss = t["final_loss"]
+            t = json.loads(run([PY, os.path.join(ROOT, "bench", "torch_mlp.py"), data, str(threads), "default"],
+                               env=PEER_ENV).stdout)
+            default.append(t["seconds"])
+        out[threads] = {"reprun_s": median(rep), "torch_best_s": median(best), "torch_default_s": median(default),
+                        "speedup_vs_torch_best": median(best) / median(rep)}
+    identical = open(steps_files[1], "rb").read() == open(steps_files[2], "rb").read()
+    results["trainer"] = {"epoch_seconds": out, "bitwise_identical_1_vs_2_threads": identical,
+                          "reprun_last50_loss": last_losses(steps_files[1]), "torch_last50_loss": torch_loss}
+    # Trace overhead at one thread.
+    trace = {}
+    for level in ("loss", "weights", "full"):
+        xs = []
+        for i in range(REPS):
+            d = os.path.join(work, f"trace-{level}-{i}")
+            run([REPRUN, "train", cfg, "-o", d, "--threads", "1", "-q", "--set", f"determinism.trace={level}"])
+            s = json.load(open(os.path.join(d, "summary.json")))
+            xs.append(s["steps"] / s["steps_per_second"])
+        trace[level] = median(xs)
+    results["trace_overhead"] = {"seconds": trace, "weights_vs_loss": trace["weights"] / trace["loss"] - 1,
+                                 "full_vs_loss": trace["full"] / trace["loss"] - 1}
+
+
+def bench_gemm(results):
+    rows = []
+    for threads in (1, 2):
+        for line in run([GEMM, str(threads)]).stdout.splitlines():
+            rows.append(json.loads(line))
+    results["gemm"] = rows
+
+
+def bench_digits(work, results):
+    src = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
+    if not os.path.exists(src):
+        results["digits"] = None
+        return
+    with gzip.open(src, "rt") as f, open(os.path.join(work, "digits.csv"), "w") as out:
+        out.write(f.read())
+    cfg = os.path.join(work, "digits.json")
+    with open(cfg, "w") as f:
+        json.dump({"seed": 1, "data": {"kind": "csv", "path": "digits.csv", "header": False, "validation_fraction": 0.2},
+                   "model": {"hidden": [128]}, "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9},
+                   "training": {"batch_size": 32, "epochs": 20}}, f)
+    run([REPRUN, "train", cfg, "-o", os.path.join(work, "digits-run"), "-q"])
+    results["digits"] = json.load(open(os.path.join(work, "digits-run", "summary.json")))["val_accuracy"]
+
+
+def bench_hash(work, results):
+    tree = os.path.join(work, "tree")
+    os.makedirs(tree)
+    rng = __import__("random").Random(7)
+    sizes = [rng.randint(1024, 4 << 20) for _ in range(2000)]
+    scale = (1 << 30) / sum(sizes)
+    block = os.urandom(1 << 20)
+    for i, s in enumerate(sizes):
+        s = max(1024, int(s * scale))
+        with open(os.path.join(tree, f"f{i:04d}.bin"), "wb") as f:
+            while s > 0:
+                f.write(block[: min(s, len(block))])
+                s -= len(block)
+    old = time.time() - 3600
+    for name in os.listdir(tree):
+        os.utime(os.path.join(tree, name), (old, old))
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"))
+    files = sorted(os.path.join(tree, n) for n in os.listdir(tree))
+    run([REPRUN, "hash", tree], env=env)  # fills the page cache and the hash cache
+    t = {"reprun_warm_cache": [], "reprun_no_cache": [], "openssl_xargs_P2": [], "b3sum": [], "sha256sum": []}
+    listing = "\n".join(files).encode()
+    for _ in range(REPS):
+        t["reprun_warm_cache"].append(timed([REPRUN, "hash", tree], env=env)[0])
+        t["reprun_no_cache"].append(timed([REPRUN, "hash", tree, "--no-cache"], env=env)[0])
+        t0 = time.perf_counter()
+        subprocess.run(["xargs", "-0", "-P2", "-n", "100", "openssl", "dgst", "-sha256"], input=b"\0".join(f.encode() for f in files),
+                       stdout=subprocess.DEVNULL, check=True)
+        t["openssl_xargs_P2"].append(time.perf_counter() - t0)
+        if shutil.which("b3sum"):
+            t["b3sum"].append(timed(["b3sum", "--num-threads", "2"] + files)[0])
+        t["sha256sum"].append(timed(["sha256sum"] + files)[0])
+    del listing
+    results["hash"] = {k: median(v) for k, v in t.items() if v}
+    results["hash"]["cold_over_warm"] = results["hash"]["reprun_no_cache"] / results["hash"]["reprun_warm_cache"]
+    shutil.rmtree(tree)
+
+
+def bench_diff(work, results):
+    a, b, c = (os.path.join(work, n) for n in ("a.jsonl", "b.jsonl", "c.jsonl"))
+    tensors = ',"tensors":{"dense_1.weight":{"xxh3":"62db6e29eb0283d3","norm":11.369576090540955},' \
+              '"dense_1.bias":{"xxh3":"0847e179d0e91e2a","norm":0.007805647936092013}}'
+    with open(a, "w") as fa, open(c, "w") as fc:
+        for s in range(1, 1_000_001):
+            line = f'{{"step":{s},"epoch":{s // 469},"loss":{1.0 / s!r},"batch":"{s * 2654435761 % (1 << 64):016x}"{tensors}}}\n'
+            fa.write(line)
+            fc.write(line if s < 500_000 else line.replace('"loss":', '"loss":1', 1))
+    shutil.copy(a, b)
+    out = {"log_bytes": os.path.getsize(a)}
+    for name, other in (("identical", b), ("diverging_at_500000", c)):
+        secs, rss = [], []
+        for _ in range(REPS):
+            t0 = time.perf_counter()
+            r = run(["/usr/bin/time", "-f", "%M", REPRUN, "diff", a, other], check=False)
+            secs.append(time.perf_counter() - t0)
+            rss.append(int(r.stderr.strip().splitlines()[-1]))
+        out[name] = {"seconds": median(secs), "peak_rss_mb": max(rss) / 1024}
+    results["diff"] = out
+    for p in (a, b, c):
+        os.remove(p)
+
+
+def bench_startup(results):
+    out = {}
+    for name, cmd in (("version", [REPRUN, "--version"]), ("env", [REPRUN, "env"])):
+        xs = [timed(cmd)[0] for _ in range(21)]
+        out[name] = median(xs)
+    results["startup_seconds"] = out
+
+
+def table(results):
+    t = results["trainer"]["epoch_seconds"]
+    lines = ["| workload | reprun | peer | ratio (peer / reprun) | target |", "| --- | --- | --- | --- | --- |"]
+    for th in ("1", "2"):
+        r = t[th] if th in t else t[int(th)]
+        lines.append(f"| mnist-mlp epoch, {th} thread{'s' if th == '2' else ''} | {r['reprun_s']:.3f} s | PyTorch best "
+                     f"{r['torch_best_s']:.3f} s (default {r['torch_default_s']:.3f} s) | {r['speedup_vs_torch_best']:.2f}x | >= 2x |")
+    tr = results["trainer"]
+    lines.append(f"| bitwise identical, 1 vs 2 threads | {'yes' if tr['bitwise_identical_1_vs_2_threads'] else 'NO'} | | | yes |")
+    lines.append(f"| loss, mean of last 50 steps | {tr['reprun_last50_loss']:.4f} | PyTorch {tr['torch_last50_loss']:.4f} | | within noise |")
+    for g in results["gemm"]:
+        if g["openblas_gflops"]:
+            lines.append(f"| GEMM {g['shape']}, {g['threads']} thr ({g['kernel']}) | {g['reprun_gflops']:.0f} GFLOP/s | "
+                         f"OpenBLAS {g['openblas_gflops']:.0f} GFLOP/s | {g['reprun_gflops'] / g['openblas_gflops']:.2f} of OpenBLAS | >= 0.80 |")
+    if results.get("digits") is not None:
+        lines.append(f"| digits 64-128-10, 20 epochs, val accuracy | {results['digits']:.4f} | | | >= 0.97 |")
+    o = results["trace_overhead"]
+    lines.append(f"| trace weights vs loss | {o['weights_vs_loss'] * 100:+.1f}% | | | <= +2% |")
+    lines.append(f"| trace full vs loss | {o['full_vs_loss'] * 100:+.1f}% | | | <= +15% |")
+    h = results["hash"]
+    for peer in ("openssl_xargs_P2", "b3sum", "sha256sum"):
+        if peer in h:
+            lines.append(f"| hash 2,000 files / 1 GiB, warm cache | {h['reprun_warm_cache']:.3f} s | {peer} {h[peer]:.3f} s | "
+                         f"{h[peer] / h['reprun_warm_cache']:.1f}x | > 1x |")
+    lines.append(f"| hash, no cache vs cached re-hash | {h['reprun_no_cache']:.3f} s | | {h['cold_over_warm']:.0f}x | >= 20x |")
+    d = results["diff"]
+    lines.append(f"| diff 1M-step logs, identical | {d['identical']['seconds']:.3f} s, {d['identical']['peak_rss_mb']:.0f} MB | | | <= 0.5 s, 64 MB |")
+    lines.append(f"| diff 1M-step logs, diverging at 500k | {d['diverging_at_500000']['seconds']:.3f} s, "
+                 f"{d['diverging_at_500000']['peak_rss_mb']:.0f} MB | | | <= 1 s, 64 MB |")
+    s = results["startup_seconds"]
+    lines.append(f"| start-up: reprun --version | {s['version'] * 1000:.1f} ms | | | <= 10 ms |")
+    lines.append(f"| start-up: reprun env | {s['env'] * 1000:.1f} ms | | | <= 100 ms |")
+    return "\n".join(lines)
+
+
+def main():
+    results = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine(), "reps": REPS}
+    work = tempfile.mkdtemp(prefix="reprun-bench.")
+    try:
+        for name, fn in (("trainer", lambda: bench_trainer(work, results)), ("gemm", lambda: bench_gemm(results)),
+                         ("digits", lambda: bench_digits(work, results)), ("hash", lambda: bench_hash(work, results)),
+                         ("diff", lambda: bench_diff(work, results)), ("startup", lambda: bench_startup(results))):
+            print(f"bench: {name} ...", file=sys.stderr, flush=True)
+            fn()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
+    with open(os.path.join(ROOT, "bench", "results", "latest.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    m = results["machine"]
+    tab = table(results)
+    print(tab)
+    doc = os.path.join(ROOT, "docs", "performance.md")
+    text = open(doc).read() if os.path.exists(doc) else ""
+    block = (f"<!-- bench:begin -->\nMeasured {results['date']} on {m['cpu']}, {m['cores']} cores "
+             f"({', '.join(m['isa'])}), {m['os']}, {m['compiler']}, GEMM kernel {m['gemm_kernel']}, reprun "
+             f"{m['reprun_commit'][:12]}; medians of {REPS} runs, peers interleaved.\n\n{tab}\n<!-- bench:end -->")
+    if "<!-- bench:begin -->" in text:
+        text = re.sub(r"<!-- bench:begin -->.*<!-- bench:end -->", lambda _: block, text, flags=re.S)
+    else:
+        text += "\n" + block + "\n"
+    with open(doc, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
