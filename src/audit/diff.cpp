@@ -284,9 +284,15 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
     bool ha = ra.next(la);
     bool hb = rb.next(lb);
     if (!ha || !hb) {
-      // A line already taken by next() is counted in lineno().
-      r.a.lines = ra.lineno() + (ha ? ra.count_remaining() : 0);
-      r.b.lines = rb.lineno() + (hb ? rb.count_remaining() : 0);
+      // The rest of the longer log is checked too (a garbage line there is still an error).
+      for (bool more = ha; more; more = ra.next(la)) {
+        r.a.last_step = checked_step(la, ra, prev_a);
+      }
+      for (bool more = hb; more; more = rb.next(lb)) {
+        r.b.last_step = checked_step(lb, rb, prev_b);
+      }
+      r.a.lines = ra.lineno();
+      r.b.lines = rb.lineno();
       break;
     }
     ++r.steps_compared;
@@ -376,7 +382,7 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
     d.found = true;
     const bool a_short = r.a.lines < r.b.lines;
     d.classification = "run ended early";
-    d.step = (a_short ? r.a.last_step : r.b.last_step) + 1;
+    d.step = (a_short ? prev_a : prev_b) + 1;
     d.line = std::min(r.a.lines, r.b.lines) + 1;
     d.detail = fmt::format("{} stops after {} records, {} has {}; statuses: A {}, B {}", a_short ? "A" : "B",
                            std::min(r.a.lines, r.b.lines), a_short ? "B" : "A", std::max(r.a.lines, r.b.lines),
