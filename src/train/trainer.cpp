@@ -314,16 +314,16 @@ TrainResult run_training(const TrainOptions& opt) {
       opt.on_note(fmt::format("resuming {} from step {}", run_dir, start_step));
     }
   }
-  write_file_atomic(manifest_path, manifest.dump(2) + "\n");
-
+  // The logs exist before the manifest: a directory with a manifest is always a readable run,
+  // whenever the process is killed.
+  AppendLog steps_log(steps_path);
+  AppendLog evals_log(evals_path);
   TrainResult res;
   res.run_dir = run_dir;
   res.status = "running";
   res.steps = start_step;
+  write_file_atomic(manifest_path, manifest.dump(2) + "\n");
   write_summary(run_dir, res, plan.total_steps);
-
-  AppendLog steps_log(steps_path);
-  AppendLog evals_log(evals_path);
   const long B = cfg.training.batch_size;
   const long F = data.features;
   std::vector<float> xb(static_cast<size_t>(B * F));
