@@ -4,7 +4,9 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-test deps-bench build test demo bench clean
+.PHONY: all deps deps-test deps-bench deps-fuzz build test test-asan test-tsan fuzz fuzz-smoke demo bench clean
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = config steplog csv idx checkpoint
 
 all: build
 
@@ -28,6 +30,38 @@ deps-bench:
 bench: deps-bench build
 	@cmake --build $(BUILD) --target reprun_gemm_bench -j $(JOBS)
 	@BUILD=$(BUILD) /usr/bin/python3 bench/run.py
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, and under ThreadSanitizer.
+test-asan: deps-test
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREPRUN_CUDA=OFF \
+	  -DREPRUN_SANITIZE=address,undefined >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+test-tsan: deps-test
+	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREPRUN_CUDA=OFF -DREPRUN_SANITIZE=thread >/dev/null
+	@cmake --build build-tsan -j $(JOBS)
+	@cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+deps-fuzz:
+	@bash tools/install-deps.sh fuzz
+
+# libFuzzer targets, each run for FUZZ_SECONDS on the corpus in testdata/fuzz (new inputs go to
+# build-fuzz/corpus, crashes to build-fuzz/crashes). fuzz-smoke is the short run CI does.
+fuzz: deps-fuzz
+	@cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DREPRUN_FUZZ=ON -DREPRUN_CUDA=OFF >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build-fuzz/corpus/$$t build-fuzz/crashes; \
+	  echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
+	  build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/crashes/$$t- build-fuzz/corpus/$$t testdata/fuzz/$$t 2>&1 | tail -n 3; \
+	done
+
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=6
 
 demo: build
 	@bash tools/demo.sh $(BUILD)/reprun

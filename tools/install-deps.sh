@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages reprun needs, and only those that are missing.
-# Usage: tools/install-deps.sh [build|test|ci|bench]   (each level includes the ones before it;
+# Usage: tools/install-deps.sh [build|test|ci|bench|fuzz]   (each level includes the ones before it;
 # ci adds the optional peers that tests skip without: chromium for the HTML report test, PyTorch
 # for the exec example)
 set -euo pipefail
@@ -11,6 +11,9 @@ if [[ $level == test || $level == ci || $level == bench ]]; then
 fi
 if [[ $level == ci || $level == bench ]]; then
   pkgs+=(chromium python3-torch)
+fi
+if [[ $level == fuzz ]]; then
+  pkgs+=(clang libclang-rt-14-dev)
 fi
 if [[ $level == bench ]]; then
   pkgs+=(python3-torch python3-threadpoolctl python3-sklearn libopenblas-dev b3sum openssl time)

@@ -313,10 +313,11 @@ CheckResult run_exec(const ExecOptions& opt) {
         }
       }
     }
-    for (const auto& [name, value] : user_pins) {
-      env[name] = value;
+    for (const auto& user_pin : user_pins) {
+      const std::string& name = user_pin.first;
+      env[name] = user_pin.second;
       pins.erase(std::remove_if(pins.begin(), pins.end(), [&](const Pin& p) { return p.name == name; }), pins.end());
-      pins.push_back({name, value, "--pin"});
+      pins.push_back({name, user_pin.second, "--pin"});
     }
     std::vector<std::string> parts;
     for (const auto& v : vary) {
@@ -324,7 +325,7 @@ CheckResult run_exec(const ExecOptions& opt) {
       env[v.name] = value;
       pins.erase(std::remove_if(pins.begin(), pins.end(), [&](const Pin& p) { return p.name == v.name; }), pins.end());
       pins.push_back({v.name, value, "vary"});
-      parts.push_back(v.name + "=" + value);
+      parts.push_back(v.name + "=" + (looks_secret(v.name) ? std::string("(redacted)") : value));
     }
     for (const auto& p : parts) {
       run.variation += (run.variation.empty() ? "" : "; ") + p;
@@ -383,7 +384,8 @@ CheckResult run_exec(const ExecOptions& opt) {
     m["working_directory"] = real_world().current_directory();
     ojson pin_json = ojson::object();
     for (const auto& p : pins) {
-      pin_json[p.name] = {{"value", p.value}, {"source", p.source}};
+      // The value reaches the program, but a secret-looking name is never written down.
+      pin_json[p.name] = {{"value", looks_secret(p.name) ? "(redacted)" : p.value}, {"source", p.source}};
     }
     m["program"] = {{"argv", opt.argv},
                     {"executable", exe},
