@@ -24,6 +24,9 @@ private:
   int m_fd = -1;
 };
 
+// Writes all of `data` to `fd` (retrying short writes and EINTR); throws Error naming `path`.
+void write_all(int fd, std::string_view data, const std::string& path);
+
 // Convenience: write `data` to `path` atomically.
 void write_file_atomic(const std::string& path, std::string_view data);
 // Reads a whole file; throws Error naming the file.

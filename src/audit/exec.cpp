@@ -16,9 +16,6 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <regex>
-#include <unistd.h>
-
-extern char** environ;
 
 namespace reprun {
 
@@ -93,18 +90,6 @@ std::vector<VaryEnv> parse_vary(const std::vector<std::string>& vary) {
     out.push_back(e);
   }
   return out;
-}
-
-std::map<std::string, std::string> current_env() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv = *e;
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) {
-      env[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-  }
-  return env;
 }
 
 // Interpreter version when the program is Python (directly, or a script with a python shebang).
@@ -274,7 +259,7 @@ CheckResult run_exec(const ExecOptions& opt) {
     }
   }
   ojson interpreter = interpreter_of(exe);
-  const auto base_env = current_env();
+  const auto base_env = real_world().environment();
 
   CheckResult res;
   res.kind = "exec";

@@ -2,6 +2,8 @@
 // function. Only files under src/cli include CLI11.
 #pragma once
 
+#include "reprun/report.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <functional>
@@ -30,6 +32,21 @@ std::vector<std::string> command_line(int argc, char** argv);
 // The arguments after the first "--" (the program of `reprun exec`).
 const std::vector<std::string>& args_after_dashes();
 bool stderr_is_terminal();
+
+// check and exec: where the runs go, and the reports they write.
+struct WorkDir {
+  WorkDir(const std::string& given, const std::string& prefix); // given, or a new temporary one
+  void discard_if_empty() const;                                // after an error
+  std::string path;
+  bool temporary = false;
+};
+struct ReportFiles {
+  std::string junit, markdown, html;
+};
+void add_report_options(CLI::App& sub, std::string& format, ReportFiles& files);
+// Prints and writes the reports, removes a temporary work directory when all runs agree (else
+// says where they are); returns the exit code (0 identical, 1 different).
+int finish_runs(const CheckResult& r, const std::string& format, const ReportFiles& files, const WorkDir& work);
 
 Action add_train(CLI::App& sub);
 Action add_diff(CLI::App& sub);

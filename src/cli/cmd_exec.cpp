@@ -3,20 +3,14 @@
 //  [--html FILE] [--quiet] -- PROGRAM ARGS...`
 #include "cli/cli.hpp"
 
-#include "reprun/atomic_file.hpp"
 #include "reprun/error.hpp"
 #include "reprun/exec.hpp"
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
 
 namespace reprun::cli {
-
-namespace fs = std::filesystem;
 
 namespace {
 struct ExecFlags {
@@ -25,11 +19,11 @@ struct ExecFlags {
   std::string work;
   bool no_pin = false;
   std::string format = "text";
-  std::string junit, markdown, html;
+  ReportFiles files;
 };
 
 int run(ExecFlags& f) {
-  ReportFormat format = parse_report_format(f.format);
+  parse_report_format(f.format);
   ExecOptions& opt = f.opt;
   for (const auto& extra : f.app->remaining()) { // program arguments when no "--" was given
     opt.argv.push_back(extra);
@@ -40,16 +34,8 @@ int run(ExecFlags& f) {
     throw Error("exec: give the program to run after --, e.g. reprun exec -- python3 train.py");
   }
   opt.pin = !f.no_pin;
-  bool temporary = f.work.empty();
-  if (temporary) {
-    std::string tmpl = (fs::temp_directory_path() / "reprun-exec.XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) {
-      throw Error(tmpl, "cannot create a temporary work directory");
-    }
-    opt.work_dir = tmpl;
-  } else {
-    opt.work_dir = f.work;
-  }
+  WorkDir work(f.work, "reprun-exec");
+  opt.work_dir = work.path;
   if (!opt.quiet) {
     opt.on_note = [](const std::string& s) { std::cerr << "reprun exec: " << s << "\n"; };
   }
@@ -57,32 +43,10 @@ int run(ExecFlags& f) {
   try {
     r = run_exec(opt);
   } catch (const Error&) {
-    std::error_code ec;
-    if (temporary && fs::is_empty(opt.work_dir, ec)) {
-      fs::remove(opt.work_dir, ec);
-    }
+    work.discard_if_empty();
     throw;
   }
-  std::cout << render_check(r, format, format == ReportFormat::text && want_color());
-  if (!f.junit.empty()) {
-    write_file_atomic(f.junit, render_check(r, ReportFormat::junit, false));
-  }
-  if (!f.markdown.empty()) {
-    write_file_atomic(f.markdown, render_check(r, ReportFormat::markdown, false));
-  }
-  if (!f.html.empty()) {
-    write_file_atomic(f.html, render_check(r, ReportFormat::html, false));
-  }
-  if (const char* summary = std::getenv("GITHUB_STEP_SUMMARY"); summary && *summary) {
-    std::ofstream(summary, std::ios::app) << render_check(r, ReportFormat::markdown, false) << "\n";
-  }
-  if (temporary && r.identical) {
-    std::error_code ec;
-    fs::remove_all(opt.work_dir, ec);
-  } else if (temporary) {
-    std::cerr << "reprun exec: runs kept in " << opt.work_dir << "\n";
-  }
-  return r.identical ? 0 : 1;
+  return finish_runs(r, f.format, f.files, work);
 }
 } // namespace
 
@@ -98,10 +62,7 @@ Action add_exec(CLI::App& sub) {
   sub.add_option("--loss-regex", f->opt.loss_regex,
                  "Without a step log: a regular expression whose group 1 is the loss (or group 1 the step, 2 the loss)");
   sub.add_option("--env-allow", f->opt.env_allow, "Also record environment variables matching PATTERN (glob)");
-  sub.add_option("--format", f->format, "Report format on stdout: text, json, markdown, junit, html");
-  sub.add_option("--junit", f->junit, "Also write a JUnit XML report to FILE");
-  sub.add_option("--markdown", f->markdown, "Also write a Markdown report to FILE");
-  sub.add_option("--html", f->html, "Also write a self-contained HTML report to FILE");
+  add_report_options(sub, f->format, f->files);
   sub.add_flag("-q,--quiet", f->opt.quiet, "Do not show the program's output (it is saved in each run directory)");
   // PROGRAM ARGS...: after "--" (taken out before parsing, see app.cpp), or without "--" everything
   // from the first positional argument on, in order (CLI11's prefix command).

@@ -28,21 +28,23 @@ AtomicFile::~AtomicFile() {
   }
 }
 
-void AtomicFile::write(std::string_view data) {
+void write_all(int fd, std::string_view data, const std::string& path) {
   const char* p = data.data();
   size_t left = data.size();
   while (left > 0) {
-    ssize_t n = ::write(m_fd, p, left);
+    ssize_t n = ::write(fd, p, left);
     if (n < 0) {
       if (errno == EINTR) {
         continue;
       }
-      throw Error(m_path, std::string("write failed: ") + std::strerror(errno));
+      throw Error(path, std::string("write failed: ") + std::strerror(errno));
     }
     p += n;
     left -= static_cast<size_t>(n);
   }
 }
+
+void AtomicFile::write(std::string_view data) { write_all(m_fd, data, m_path); }
 
 void AtomicFile::commit() {
   if (::fsync(m_fd) != 0) {

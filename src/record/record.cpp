@@ -90,21 +90,7 @@ AppendLog::~AppendLog() {
   }
 }
 
-void AppendLog::append(const std::string& line) {
-  const char* p = line.data();
-  size_t left = line.size();
-  while (left > 0) {
-    ssize_t n = ::write(m_fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      throw Error(m_path, std::string("write failed: ") + std::strerror(errno));
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-}
+void AppendLog::append(const std::string& line) { write_all(m_fd, line, m_path); }
 
 namespace {
 // The "step" value of a log line, or -1 when it has none (cheap scan, no full parse).

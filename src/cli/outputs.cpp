@@ -1,0 +1,69 @@
+// What check and exec share at the command line: the work directory (given, or temporary and
+// kept only when something differs) and the reports (stdout, --junit/--markdown/--html files,
+// $GITHUB_STEP_SUMMARY).
+#include "cli/cli.hpp"
+
+#include "reprun/atomic_file.hpp"
+#include "reprun/error.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+namespace reprun::cli {
+
+namespace fs = std::filesystem;
+
+WorkDir::WorkDir(const std::string& given, const std::string& prefix) {
+  if (!given.empty()) {
+    path = given;
+    return;
+  }
+  std::string tmpl = (fs::temp_directory_path() / (prefix + ".XXXXXX")).string();
+  if (!::mkdtemp(tmpl.data())) {
+    throw Error(tmpl, "cannot create a temporary work directory");
+  }
+  path = tmpl;
+  temporary = true;
+}
+
+void WorkDir::discard_if_empty() const {
+  std::error_code ec;
+  if (temporary && fs::is_empty(path, ec)) {
+    fs::remove(path, ec);
+  }
+}
+
+int finish_runs(const CheckResult& r, const std::string& format_name, const ReportFiles& files, const WorkDir& work) {
+  ReportFormat format = parse_report_format(format_name);
+  std::cout << render_check(r, format, format == ReportFormat::text && want_color());
+  if (!files.junit.empty()) {
+    write_file_atomic(files.junit, render_check(r, ReportFormat::junit, false));
+  }
+  if (!files.markdown.empty()) {
+    write_file_atomic(files.markdown, render_check(r, ReportFormat::markdown, false));
+  }
+  if (!files.html.empty()) {
+    write_file_atomic(files.html, render_check(r, ReportFormat::html, false));
+  }
+  if (const char* summary = std::getenv("GITHUB_STEP_SUMMARY"); summary && *summary) {
+    std::ofstream(summary, std::ios::app) << render_check(r, ReportFormat::markdown, false) << "\n";
+  }
+  if (work.temporary && r.identical) {
+    std::error_code ec;
+    fs::remove_all(work.path, ec);
+  } else if (work.temporary) {
+    std::cerr << "reprun " << r.kind << ": runs kept in " << work.path << "\n";
+  }
+  return r.identical ? 0 : 1;
+}
+
+void add_report_options(CLI::App& sub, std::string& format, ReportFiles& files) {
+  sub.add_option("--format", format, "Report format on stdout: text, json, markdown, junit, html");
+  sub.add_option("--junit", files.junit, "Also write a JUnit XML report to FILE");
+  sub.add_option("--markdown", files.markdown, "Also write a Markdown report to FILE");
+  sub.add_option("--html", files.html, "Also write a self-contained HTML report to FILE");
+}
+
+} // namespace reprun::cli
