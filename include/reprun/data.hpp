@@ -48,8 +48,7 @@ void normalize_standard(Dataset& d, const Split& s);
 std::vector<uint32_t> epoch_order(size_t n, uint64_t seed, long epoch, bool shuffle);
 
 // Readers, exposed for tests and fuzzing.
-Dataset read_csv(const std::vector<std::string>& files, const std::string& display_base,
-                 long& label_column, std::string& header, long classes);
+Dataset read_csv(const std::vector<std::string>& files, long& label_column, std::string& header, long classes);
 Dataset read_idx(const std::string& images, const std::string& labels, long classes);
 // The same from memory (file names for messages only): what the fuzzers drive.
 Dataset parse_csv(const std::vector<std::pair<std::string, std::string>>& named_texts, long& label_column,

@@ -54,9 +54,7 @@ void split_fields(std::string_view line, std::vector<std::string_view>& out) {
 
 } // namespace
 
-Dataset read_csv(const std::vector<std::string>& files, const std::string& display_base,
-                 long& label_column, std::string& header, long classes) {
-  (void)display_base;
+Dataset read_csv(const std::vector<std::string>& files, long& label_column, std::string& header, long classes) {
   std::vector<std::pair<std::string, std::string>> texts;
   for (const auto& f : files) {
     texts.emplace_back(f, read_file(f));

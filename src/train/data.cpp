@@ -126,7 +126,7 @@ Dataset load_dataset(Config& cfg, ThreadPool* pool) {
   } else if (dc.kind == "csv") {
     const std::string root = resolve_data_path(cfg, dc.path);
     auto files = csv_files(root);
-    d = read_csv(files, cfg.base_dir, dc.label_column, dc.header, dc.classes);
+    d = read_csv(files, dc.label_column, dc.header, dc.classes);
     std::vector<std::string> names;
     std::error_code ec;
     const bool is_dir = fs::is_directory(root, ec);
