@@ -12,9 +12,11 @@
 namespace reprun {
 
 namespace {
-// Tile sizes are constants, never derived from the thread count.
-constexpr long k_tile_m = 24;
+// Tile sizes depend on the shape only, never on the thread count (and no element's sum is ever
+// split, so they cannot change a bit): 24 rows for the batch-sized GEMMs, 96 for tall ones (the
+// first layer's weight gradient has 784 rows), so that tasks are not too small to pay for.
 constexpr long k_tile_n = 128;
+long tile_rows(long M) { return M > 256 ? 96 : 24; }
 enum Kernel { k_portable = 0, k_avx2 = 1, k_avx512 = 2 };
 
 int cpu_best() {
@@ -76,6 +78,7 @@ void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float
     return;
   }
   const int kernel = active_kernel();
+  const long k_tile_m = tile_rows(M);
   const long tiles_m = (M + k_tile_m - 1) / k_tile_m;
   const long tiles_n = (N + k_tile_n - 1) / k_tile_n;
   auto run_tile = [&](int t, int) {

@@ -9,7 +9,25 @@
 namespace reprun {
 
 namespace {
-constexpr size_t k_update_chunk = 16384; // elements per task, fixed
+// Sum of squares of one chunk: 8 lanes in index order, then the lanes 0..7.
+double chunk_sq(const float* x, size_t n) {
+  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (size_t j = 0; j < 8; ++j) {
+      const double v = static_cast<double>(x[i + j]);
+      lane[j] += v * v;
+    }
+  }
+  for (size_t j = 0; i < n; ++i, ++j) {
+    lane[j] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  }
+  double s = 0.0;
+  for (double l : lane) {
+    s += l;
+  }
+  return s;
+}
 
 double powi(double base, long e) {
   double r = 1.0;
@@ -25,14 +43,36 @@ double powi(double base, long e) {
 }
 } // namespace
 
+double weight_norm(const float* x, size_t n) {
+  double sq = 0.0;
+  for (size_t b = 0; b < n; b += k_update_chunk) {
+    sq += chunk_sq(x + b, std::min(k_update_chunk, n - b));
+  }
+  return std::sqrt(sq);
+}
+
 Optimizer::Optimizer(const OptimizerConfig& cfg, std::vector<ParamRef> params)
   : m_cfg(cfg), m_params(std::move(params)) {
-  for (const auto& p : m_params) {
-    m_m.emplace_back(p.size, 0.0f);
+  for (size_t p = 0; p < m_params.size(); ++p) {
+    m_m.emplace_back(m_params[p].size, 0.0f);
     if (m_cfg.name == "adam") {
-      m_v.emplace_back(p.size, 0.0f);
+      m_v.emplace_back(m_params[p].size, 0.0f);
+    }
+    for (size_t b = 0; b < m_params[p].size; b += k_update_chunk) {
+      m_tasks.push_back({p, b, std::min(m_params[p].size, b + k_update_chunk)});
     }
   }
+  m_sq.assign(m_tasks.size(), 0.0);
+}
+
+double Optimizer::norm(size_t i) const {
+  double sq = 0.0;
+  for (size_t t = 0; t < m_tasks.size(); ++t) {
+    if (m_tasks[t].param == i) {
+      sq += m_sq[t];
+    }
+  }
+  return std::sqrt(sq);
 }
 
 std::vector<StateTensor> Optimizer::state() {
@@ -48,18 +88,10 @@ std::vector<StateTensor> Optimizer::state() {
   return s;
 }
 
-void Optimizer::step(long t, ThreadPool* pool) {
+void Optimizer::step(long t, ThreadPool* pool, bool norms) {
   const float lr = static_cast<float>(m_cfg.lr);
   const float wd = static_cast<float>(m_cfg.weight_decay);
-  struct Task {
-    size_t param, begin, end;
-  };
-  std::vector<Task> tasks;
-  for (size_t p = 0; p < m_params.size(); ++p) {
-    for (size_t b = 0; b < m_params[p].size; b += k_update_chunk) {
-      tasks.push_back({p, b, std::min(m_params[p].size, b + k_update_chunk)});
-    }
-  }
+  const std::vector<Task>& tasks = m_tasks;
   if (m_cfg.name == "sgd") {
     const float mu = static_cast<float>(m_cfg.momentum);
     auto run = [&](int ti, int) {
@@ -79,6 +111,9 @@ void Optimizer::step(long t, ThreadPool* pool) {
           v[i] = mu * v[i] + g[i];
           w[i] = w[i] - lr * v[i];
         }
+      }
+      if (norms) {
+        m_sq[static_cast<size_t>(ti)] = chunk_sq(w + k.begin, k.end - k.begin); // still in cache
       }
     };
     pool->parallel_for(static_cast<int>(tasks.size()), run);
@@ -102,6 +137,9 @@ void Optimizer::step(long t, ThreadPool* pool) {
       v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
       float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
       w[i] = w[i] - step_size * (m[i] / denom);
+    }
+    if (norms) {
+      m_sq[static_cast<size_t>(ti)] = chunk_sq(w + k.begin, k.end - k.begin);
     }
   };
   pool->parallel_for(static_cast<int>(tasks.size()), run);

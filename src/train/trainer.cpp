@@ -162,27 +162,6 @@ std::vector<NamedTensor> checkpoint_tensors(Mlp& model, Optimizer& optim) {
   return t;
 }
 
-// L2 norm in float64 with a fixed order: 8 lanes (lane j sums elements j, j+8, j+16, ... in
-// index order), then the lanes added 0..7. Independent lanes vectorize; the order never changes.
-double tensor_norm(const float* x, size_t n) {
-  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (size_t j = 0; j < 8; ++j) {
-      const double v = static_cast<double>(x[i + j]);
-      lane[j] += v * v;
-    }
-  }
-  for (size_t j = 0; i < n; ++i, ++j) {
-    lane[j] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-  }
-  double sq = 0.0;
-  for (double l : lane) {
-    sq += l;
-  }
-  return std::sqrt(sq);
-}
-
 void prune_checkpoints(const std::string& run_dir, long keep) {
   auto list = list_checkpoints(run_dir);
   for (size_t i = static_cast<size_t>(keep); i < list.size(); ++i) {
@@ -367,7 +346,7 @@ TrainResult run_training(const TrainOptions& opt) {
     // differences from computation.
     StepRecord init;
     for (const auto& p : params) {
-      init.tensors.push_back({p.name, xxh3_64(p.data, p.size * sizeof(float)), tensor_norm(p.data, p.size)});
+      init.tensors.push_back({p.name, xxh3_64(p.data, p.size * sizeof(float)), weight_norm(p.data, p.size)});
     }
     steps_log.append(format_initial_line(init));
   }
@@ -424,8 +403,9 @@ TrainResult run_training(const TrainOptions& opt) {
     if (ctx.trace_full) {
       runner.end_step(rec.forward, rec.backward);
     }
-    if (std::isfinite(loss)) {
-      optim.step(s, &pool);
+    const bool stepped = std::isfinite(loss);
+    if (stepped) {
+      optim.step(s, &pool, trace_weights);
     }
     rec.tensors.clear();
     if (trace_weights) {
@@ -433,7 +413,9 @@ TrainResult run_training(const TrainOptions& opt) {
       rec.tensors.resize(params.size());
       pool.parallel_for(static_cast<int>(params.size()), [&](int i, int) {
         const auto& p = params[static_cast<size_t>(i)];
-        rec.tensors[static_cast<size_t>(i)] = {p.name, xxh3_64(p.data, p.size * sizeof(float)), tensor_norm(p.data, p.size)};
+        // The norm's sums were taken during the update pass (same order as weight_norm).
+        rec.tensors[static_cast<size_t>(i)] = {p.name, xxh3_64(p.data, p.size * sizeof(float)),
+                                               stepped ? optim.norm(static_cast<size_t>(i)) : weight_norm(p.data, p.size)};
       });
     }
     steps_log.append(format_step_line(rec));

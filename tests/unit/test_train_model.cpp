@@ -6,6 +6,7 @@
 #include "reprun/threadpool.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <doctest/doctest.h>
 #include <vector>
 
@@ -245,6 +246,30 @@ TEST_CASE("Five SGD steps of the whole MLP track the float64 reference") {
   for (size_t l = 0; l < ref.w.size(); ++l) {
     for (size_t i = 0; i < ref.w[l].size(); ++i) {
       REQUIRE(std::fabs(model.layers()[l].w[i] - ref.w[l][i]) <= 1e-4);
+    }
+  }
+}
+
+TEST_CASE("The optimizer's fused norm equals weight_norm of the updated weights, bit for bit") {
+  for (const char* name : {"sgd", "adam"}) {
+    ModelConfig mc;
+    mc.hidden = {300}; // a 784x300 weight spans several norm chunks, with a ragged last one
+    Mlp model(mc, 784, 10);
+    model.init(5);
+    for (auto& d : model.layers()) {
+      for (size_t i = 0; i < d.gw.size(); ++i) {
+        d.gw[i] = static_cast<float>(static_cast<int>(i % 17) - 8) * 1e-3f;
+      }
+    }
+    OptimizerConfig oc;
+    oc.name = name;
+    Optimizer opt(oc, model.params());
+    ThreadPool pool(2);
+    opt.step(1, &pool, true);
+    auto params = model.params();
+    for (size_t i = 0; i < params.size(); ++i) {
+      double a = opt.norm(i), b = weight_norm(params[i].data, params[i].size);
+      CHECK(std::memcmp(&a, &b, sizeof(double)) == 0);
     }
   }
 }
