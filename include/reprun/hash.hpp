@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 struct evp_md_ctx_st; // EVP_MD_CTX, kept out of this header.
 
@@ -34,6 +35,9 @@ private:
 std::string sha256_hex(std::string_view data);
 // SHA-256 of a file's content, streamed; throws Error naming the file.
 std::string sha256_file(const std::string& path, uint64_t* size_out = nullptr);
+// SHA-256 of what remains to read from an open descriptor, through `buf`; throws Error naming
+// `path`.
+std::string sha256_fd(int fd, const std::string& path, std::vector<char>& buf, uint64_t* size_out = nullptr);
 
 // XXH3-64 one-shot and streaming.
 uint64_t xxh3_64(const void* data, size_t size);

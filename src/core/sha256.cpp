@@ -58,13 +58,8 @@ std::string sha256_hex(std::string_view data) {
   return h.hex_digest();
 }
 
-std::string sha256_file(const std::string& path, uint64_t* size_out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    throw Error(path, std::string("cannot open: ") + std::strerror(errno));
-  }
+std::string sha256_fd(int fd, const std::string& path, std::vector<char>& buf, uint64_t* size_out) {
   Sha256 h;
-  std::vector<char> buf(1 << 20);
   uint64_t total = 0;
   for (;;) {
     ssize_t n = ::read(fd, buf.data(), buf.size());
@@ -72,9 +67,7 @@ std::string sha256_file(const std::string& path, uint64_t* size_out) {
       if (errno == EINTR) {
         continue;
       }
-      int e = errno;
-      ::close(fd);
-      throw Error(path, std::string("read failed: ") + std::strerror(e));
+      throw Error(path, std::string("read failed: ") + std::strerror(errno));
     }
     if (n == 0) {
       break;
@@ -82,11 +75,26 @@ std::string sha256_file(const std::string& path, uint64_t* size_out) {
     h.update(buf.data(), static_cast<size_t>(n));
     total += static_cast<uint64_t>(n);
   }
-  ::close(fd);
   if (size_out) {
     *size_out = total;
   }
   return h.hex_digest();
+}
+
+std::string sha256_file(const std::string& path, uint64_t* size_out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw Error(path, std::string("cannot open: ") + std::strerror(errno));
+  }
+  std::vector<char> buf(1 << 20);
+  try {
+    std::string digest = sha256_fd(fd, path, buf, size_out);
+    ::close(fd);
+    return digest;
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
 }
 
 } // namespace reprun

@@ -131,21 +131,12 @@ std::string hash_file(const std::string& path, struct stat& st_out, std::vector<
       throw Error(path, "not a regular file");
     }
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    Sha256 h;
-    for (;;) {
-      ssize_t n = ::read(fd, buf.data(), buf.size());
-      if (n < 0) {
-        if (errno == EINTR) {
-          continue;
-        }
-        int e = errno;
-        ::close(fd);
-        throw Error(path, std::string("read failed: ") + std::strerror(e));
-      }
-      if (n == 0) {
-        break;
-      }
-      h.update(buf.data(), static_cast<size_t>(n));
+    std::string digest;
+    try {
+      digest = sha256_fd(fd, path, buf);
+    } catch (...) {
+      ::close(fd);
+      throw;
     }
     struct stat after {};
     ::fstat(fd, &after);
@@ -153,7 +144,7 @@ std::string hash_file(const std::string& path, struct stat& st_out, std::vector<
     if (before.st_size == after.st_size && before.st_mtim.tv_sec == after.st_mtim.tv_sec &&
         before.st_mtim.tv_nsec == after.st_mtim.tv_nsec) {
       st_out = after;
-      return h.hex_digest();
+      return digest;
     }
   }
   throw Error(path, "changed while it was being hashed (3 attempts); hash it again when it is quiet");
