@@ -56,8 +56,11 @@ fuzz: deps-fuzz
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  mkdir -p build-fuzz/corpus/$$t build-fuzz/crashes; \
 	  echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
-	  build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 \
-	    -artifact_prefix=build-fuzz/crashes/$$t- build-fuzz/corpus/$$t testdata/fuzz/$$t 2>&1 | tail -n 3; \
+	  if ! build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/crashes/$$t- build-fuzz/corpus/$$t testdata/fuzz/$$t >build-fuzz/fuzz_$$t.log 2>&1; then \
+	    tail -n 40 build-fuzz/fuzz_$$t.log; echo "fuzz_$$t FAILED (log: build-fuzz/fuzz_$$t.log)"; exit 1; \
+	  fi; \
+	  grep -E "^(Done|stat::number_of_executed_units)" build-fuzz/fuzz_$$t.log | tail -n 1; \
 	done
 
 fuzz-smoke:
