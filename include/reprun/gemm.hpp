@@ -37,8 +37,7 @@ namespace detail {
 // Tile kernels (single-threaded), exposed for tests: C tile of m x n, k from 0..K-1.
 void gemm_tile_portable(long m, long n, long K, MatView A, const float* B, long ldb, float* C,
                         long ldc);
-bool gemm_tile_avx2(long m, long n, long K, MatView A, const float* B, long ldb, float* C,
-                    long ldc);
+void gemm_tile_avx2(long m, long n, long K, MatView A, const float* B, long ldb, float* C, long ldc);
 void gemm_tile_avx512(long m, long n, long K, MatView A, const float* B, long ldb, float* C, long ldc);
 } // namespace detail
 

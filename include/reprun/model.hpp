@@ -6,6 +6,7 @@
 #include "reprun/config.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,8 @@ class MlpRunner {
 public:
   MlpRunner(Mlp& model, const ModelConfig& mc, long max_rows, int threads);
   ~MlpRunner();
+  MlpRunner(const MlpRunner&) = delete;
+  MlpRunner& operator=(const MlpRunner&) = delete;
 
   // Zeroes gradients and starts a step's trace.
   void begin_step(const StepContext& ctx);
@@ -99,7 +102,7 @@ private:
   std::vector<float> m_dh;  // (rows, widest)
   std::vector<double> m_exp; // (classes) softmax exponentials of one row
   std::vector<std::vector<float>> m_partial; // per worker: atomic-mode partial gradient
-  std::vector<Xxh3Stream*> m_fwd_hash, m_bwd_hash;
+  std::vector<std::unique_ptr<Xxh3Stream>> m_fwd_hash, m_bwd_hash; // trace full, per entry
   std::vector<std::string> m_fwd_names, m_bwd_names;
 };
 

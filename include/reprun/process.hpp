@@ -15,6 +15,9 @@ struct ProcessSpec {
   std::string stdout_path;                                  // "" = discard
   std::string stderr_path;                                  // "" = discard; may equal stdout_path
   int tee_fd = -1;                                          // also copy both streams here (e.g. 2)
+  bool append = false;                                      // append to the output files
+  std::string* capture_stdout = nullptr;                    // also collect stdout here
+  std::string cwd;                                          // "" = ours
 };
 
 struct ProcessResult {

@@ -75,20 +75,13 @@ struct ChildResult {
 
 // Runs reprun itself with `args`, both output streams appended to `log`.
 ChildResult run_child(const std::string& exe, const std::vector<std::string>& args, const std::string& log) {
-  std::string previous;
-  std::error_code ec;
-  if (fs::exists(log, ec)) {
-    previous = read_file(log);
-  }
   ProcessSpec spec;
   spec.argv.push_back(exe);
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.stdout_path = log;
   spec.stderr_path = log;
+  spec.append = true; // a resumed run adds to the log of its first process
   ProcessResult r = run_process(spec);
-  if (!previous.empty()) {
-    write_file_atomic(log, previous + read_file(log));
-  }
   return {r.exit_code, r.signal != 0};
 }
 

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <fmt/format.h>
 #include <regex>
 
@@ -99,8 +100,13 @@ ojson interpreter_of(const std::string& exe) {
   if (base.rfind("python", 0) == 0) {
     interp = exe;
   } else {
-    try {
-      std::string head = read_file(exe).substr(0, 256);
+    std::string head(256, '\0');
+    {
+      std::ifstream in(exe, std::ios::binary); // the first line only: the program may be a large binary
+      in.read(head.data(), static_cast<std::streamsize>(head.size()));
+      head.resize(static_cast<size_t>(in.gcount()));
+    }
+    {
       if (head.rfind("#!", 0) == 0) {
         std::string line = head.substr(2, head.find('\n') - 2);
         if (line.find("python") != std::string::npos) {
@@ -120,7 +126,6 @@ ojson interpreter_of(const std::string& exe) {
           }
         }
       }
-    } catch (const Error&) {
     }
   }
   if (interp.empty()) {

@@ -32,7 +32,7 @@ const std::vector<CommandSpec>& commands() {
   return k_commands;
 }
 
-std::vector<std::string> command_line(int, char**) { return g_argv; }
+std::vector<std::string> command_line() { return g_argv; }
 
 bool stderr_is_terminal() { return ::isatty(2) == 1; }
 

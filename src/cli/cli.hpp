@@ -28,7 +28,7 @@ const std::vector<CommandSpec>& commands();
 int run_main(int argc, char** argv);
 
 // Shared helpers.
-std::vector<std::string> command_line(int argc, char** argv);
+std::vector<std::string> command_line(); // reprun's own argv, as recorded in manifests
 // The arguments after the first "--" (the program of `reprun exec`).
 const std::vector<std::string>& args_after_dashes();
 bool stderr_is_terminal();

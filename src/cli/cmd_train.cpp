@@ -46,7 +46,7 @@ int run(const TrainFlags& f) {
   opt.out_dir = f.out;
   opt.resume_dir = f.resume;
   opt.threads = f.threads;
-  opt.command_line = command_line(0, nullptr);
+  opt.command_line = command_line();
   opt.kill_after_step = f.kill_after;
   opt.env_allow = f.env_allow;
   opt.stop = &g_stop;

@@ -63,11 +63,11 @@ std::string resolve_executable(const std::string& argv0) {
 }
 
 namespace {
-int open_out(const std::string& path) {
+int open_out(const std::string& path, bool append) {
   if (path.empty()) {
     return -1;
   }
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0666);
   if (fd < 0) {
     throw Error(path, std::string("cannot create: ") + std::strerror(errno));
   }
@@ -91,8 +91,8 @@ void write_all(int fd, const char* p, size_t n) {
 
 ProcessResult run_process(const ProcessSpec& spec) {
   const std::string exe = resolve_executable(spec.argv.at(0));
-  int out_fd = open_out(spec.stdout_path);
-  int err_fd = spec.stderr_path == spec.stdout_path ? out_fd : open_out(spec.stderr_path);
+  int out_fd = open_out(spec.stdout_path, spec.append);
+  int err_fd = spec.stderr_path == spec.stdout_path ? out_fd : open_out(spec.stderr_path, spec.append);
   int p_out[2], p_err[2], p_exec[2];
   if (::pipe2(p_out, O_CLOEXEC) != 0 || ::pipe2(p_err, O_CLOEXEC) != 0 || ::pipe2(p_exec, O_CLOEXEC) != 0) {
     throw Error(std::string("cannot create pipes: ") + std::strerror(errno));
@@ -127,6 +127,12 @@ ProcessResult run_process(const ProcessSpec& spec) {
     ::dup2(p_err[1], 2);
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
+    if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
+      int e = errno;
+      ssize_t w = ::write(p_exec[1], &e, sizeof(e));
+      (void)w;
+      ::_exit(127);
+    }
     ::execve(exe.c_str(), args.data(), spec.env ? envp.data() : environ);
     int e = errno;
     ssize_t w = ::write(p_exec[1], &e, sizeof(e));
@@ -157,6 +163,9 @@ ProcessResult run_process(const ProcessSpec& spec) {
       ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
       if (n > 0) {
         write_all(i == 0 ? out_fd : err_fd, buf, static_cast<size_t>(n));
+        if (i == 0 && spec.capture_stdout) {
+          spec.capture_stdout->append(buf, static_cast<size_t>(n));
+        }
         write_all(spec.tee_fd, buf, static_cast<size_t>(n));
       } else if (n == 0 || (n < 0 && errno != EINTR)) {
         ::close(fds[i].fd);

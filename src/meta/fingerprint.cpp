@@ -1,6 +1,7 @@
 // File and tree hashing with a stat-keyed cache. See include/reprun/fingerprint.hpp.
 #include "reprun/fingerprint.hpp"
 
+#include "reprun/atomic_file.hpp"
 #include "reprun/error.hpp"
 #include "reprun/hash.hpp"
 #include "reprun/threadpool.hpp"
@@ -49,17 +50,12 @@ public:
     if (m_path.empty()) {
       return;
     }
-    int fd = ::open(m_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      return;
-    }
     std::string text;
-    char buf[1 << 16];
-    ssize_t n;
-    while ((n = ::read(fd, buf, sizeof(buf))) > 0) {
-      text.append(buf, static_cast<size_t>(n));
+    try {
+      text = read_file(m_path);
+    } catch (const Error&) {
+      return; // no cache yet, or unreadable: hash everything
     }
-    ::close(fd);
     size_t pos = 0;
     while (pos < text.size()) {
       size_t nl = text.find('\n', pos);

@@ -2,17 +2,15 @@
 #include "reprun/world.hpp"
 
 #include "meta/cuda_query.hpp"
+#include "reprun/error.hpp"
+#include "reprun/process.hpp"
 #include "reprun/record.hpp"
 
-#include <array>
-#include <cstdio>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <gnu/libc-version.h>
 #include <sstream>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -60,48 +58,16 @@ public:
 
   std::optional<std::string> run_command(const std::vector<std::string>& argv,
                                          const std::string& cwd) const override {
-    int fds[2];
-    if (argv.empty() || ::pipe2(fds, O_CLOEXEC) != 0) {
-      return std::nullopt;
-    }
-    pid_t pid = ::fork();
-    if (pid < 0) {
-      ::close(fds[0]);
-      ::close(fds[1]);
-      return std::nullopt;
-    }
-    if (pid == 0) {
-      ::dup2(fds[1], 1);
-      int devnull = ::open("/dev/null", O_RDWR);
-      if (devnull >= 0) {
-        ::dup2(devnull, 0);
-        ::dup2(devnull, 2);
-      }
-      if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
-        ::_exit(127);
-      }
-      std::vector<char*> args;
-      for (const auto& a : argv) {
-        args.push_back(const_cast<char*>(a.c_str()));
-      }
-      args.push_back(nullptr);
-      ::execvp(args[0], args.data());
-      ::_exit(127);
-    }
-    ::close(fds[1]);
+    ProcessSpec spec;
+    spec.argv = argv;
+    spec.cwd = cwd;
     std::string out;
-    std::array<char, 4096> buf{};
-    ssize_t n;
-    while ((n = ::read(fds[0], buf.data(), buf.size())) > 0 || (n < 0 && errno == EINTR)) {
-      if (n > 0) {
-        out.append(buf.data(), static_cast<size_t>(n));
+    spec.capture_stdout = &out;
+    try {
+      if (run_process(spec).exit_code != 0) {
+        return std::nullopt;
       }
-    }
-    ::close(fds[0]);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    } catch (const Error&) { // not installed, or cannot start: an absent fact, not an error
       return std::nullopt;
     }
     return out;

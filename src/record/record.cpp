@@ -5,9 +5,9 @@
 #include "reprun/atomic_file.hpp"
 #include "reprun/error.hpp"
 #include "reprun/hash.hpp"
+#include "reprun/steplog.hpp"
 
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <ctime>
@@ -92,20 +92,6 @@ AppendLog::~AppendLog() {
 
 void AppendLog::append(const std::string& line) { write_all(m_fd, line, m_path); }
 
-namespace {
-// The "step" value of a log line, or -1 when it has none (cheap scan, no full parse).
-long line_step(std::string_view line) {
-  auto p = line.find("\"step\":");
-  if (p == std::string_view::npos) {
-    return -1;
-  }
-  long v = -1;
-  const char* b = line.data() + p + 7;
-  std::from_chars(b, line.data() + line.size(), v);
-  return v;
-}
-} // namespace
-
 void refuse_link(const std::string& path) {
   std::error_code ec;
   if (fs::is_symlink(fs::symlink_status(path, ec))) {
@@ -127,7 +113,7 @@ void truncate_log_to_step(const std::string& path, long max_step) {
     if (nl == std::string::npos) {
       break; // partial last line: dropped
     }
-    long st = line_step(std::string_view(text).substr(pos, nl - pos));
+    long st = quick_step(std::string_view(text).substr(pos, nl - pos)); // reprun's own {"step":N,... lines
     if (st < 0 || st > max_step) {
       break;
     }

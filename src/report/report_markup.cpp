@@ -1,15 +1,11 @@
 // Markdown, JUnit XML and HTML renderings, and the dispatch from ReportFormat.
-#include "reprun/report.hpp"
+#include "report/report_internal.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
 namespace reprun {
-
-std::string render_diff_text(const DiffResult& r, bool color);
-std::string render_check_text(const CheckResult& r, bool color);
-std::string dataset_sentence(const DatasetDelta& d);
 
 namespace {
 

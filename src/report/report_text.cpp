@@ -1,6 +1,6 @@
 // The text report: what a person reads in a terminal or a CI log, in the order that answers
 // "identical?", "what changed?", "where do they part?", "how much?", "how does it grow?".
-#include "reprun/report.hpp"
+#include "report/report_internal.hpp"
 
 #include <fmt/format.h>
 

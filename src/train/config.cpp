@@ -170,7 +170,6 @@ const ojson& empty_object() {
 void parse_data(const ojson& o, const std::string& src, DataConfig& d) {
   Section s(o, "data.", src);
   d.kind = s.choice("kind", "synthetic", {"synthetic", "csv", "idx"});
-  constexpr long k_max = std::numeric_limits<int32_t>::max();
   if (d.kind == "synthetic") {
     d.samples = s.integer("samples", d.samples, 2, 100'000'000);
     d.features = s.integer("features", d.features, 1, 1'000'000);
@@ -198,7 +197,6 @@ void parse_data(const ojson& o, const std::string& src, DataConfig& d) {
     d.labels = s.string("labels", "", true);
     d.classes = s.integer("classes", 0, 0, 100'000);
   }
-  (void)k_max;
   d.validation_fraction = s.number("validation_fraction", d.validation_fraction, 0.0, 0.9);
   d.normalize = s.choice("normalize", d.normalize, {"none", "standard"});
   s.finish();

@@ -62,7 +62,7 @@ void scalar(long m, long k0, long k1, MatView A, const float* B, long ldb, float
 }
 } // namespace
 
-bool gemm_tile_avx2(long m, long n, long K, MatView A, const float* B, long ldb, float* C, long ldc) {
+void gemm_tile_avx2(long m, long n, long K, MatView A, const float* B, long ldb, float* C, long ldc) {
   for (long k0 = 0; k0 < K; k0 += k_kc) {
     const long k1 = k0 + k_kc < K ? k0 + k_kc : K;
     long j = 0;
@@ -76,7 +76,6 @@ bool gemm_tile_avx2(long m, long n, long K, MatView A, const float* B, long ldb,
       scalar(m, k0, k1, A, B + j, ldb, C + j, ldc);
     }
   }
-  return true;
 }
 
 } // namespace reprun::detail

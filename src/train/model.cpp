@@ -125,21 +125,14 @@ MlpRunner::MlpRunner(Mlp& model, const ModelConfig& mc, long max_rows, int threa
     }
   }
   for (size_t i = 0; i < m_fwd_names.size(); ++i) {
-    m_fwd_hash.push_back(new Xxh3Stream());
+    m_fwd_hash.push_back(std::make_unique<Xxh3Stream>());
   }
   for (size_t i = 0; i < m_bwd_names.size(); ++i) {
-    m_bwd_hash.push_back(new Xxh3Stream());
+    m_bwd_hash.push_back(std::make_unique<Xxh3Stream>());
   }
 }
 
-MlpRunner::~MlpRunner() {
-  for (auto* h : m_fwd_hash) {
-    delete h;
-  }
-  for (auto* h : m_bwd_hash) {
-    delete h;
-  }
-}
+MlpRunner::~MlpRunner() = default;
 
 void MlpRunner::begin_step(const StepContext& ctx) {
   auto& layers = m_model.layers();
@@ -165,10 +158,10 @@ void MlpRunner::begin_step(const StepContext& ctx) {
     }
   }
   if (ctx.trace_full) {
-    for (auto* h : m_fwd_hash) {
+    for (auto& h : m_fwd_hash) {
       h->reset();
     }
-    for (auto* h : m_bwd_hash) {
+    for (auto& h : m_bwd_hash) {
       h->reset();
     }
   }

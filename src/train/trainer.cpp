@@ -151,15 +151,30 @@ void write_summary(const std::string& dir, const TrainResult& r, long total) {
 }
 
 std::vector<NamedTensor> checkpoint_tensors(Mlp& model, Optimizer& optim) {
+  // Names from Mlp::params(), which lists each layer's weight then bias.
+  const auto params = model.params();
   std::vector<NamedTensor> t;
   for (size_t l = 0; l < model.layers().size(); ++l) {
-    t.push_back({fmt::format("dense_{}.weight", l + 1), &model.layers()[l].w});
-    t.push_back({fmt::format("dense_{}.bias", l + 1), &model.layers()[l].b});
+    t.push_back({params[2 * l].name, &model.layers()[l].w});
+    t.push_back({params[2 * l + 1].name, &model.layers()[l].b});
   }
   for (const auto& s : optim.state()) {
     t.push_back({s.name, s.data});
   }
   return t;
+}
+
+// Checksum and norm of every weight tensor, one task per tensor (each computed whole by one
+// thread). `optim` supplies norms summed during its last update pass (the same order as
+// weight_norm); nullptr computes them here.
+void tensor_sums(const std::vector<ParamRef>& params, const Optimizer* optim, ThreadPool& pool,
+                 std::vector<TensorSum>& out) {
+  out.resize(params.size());
+  pool.parallel_for(static_cast<int>(params.size()), [&](int i, int) {
+    const auto& p = params[static_cast<size_t>(i)];
+    out[static_cast<size_t>(i)] = {p.name, xxh3_64(p.data, p.size * sizeof(float)),
+                                   optim ? optim->norm(static_cast<size_t>(i)) : weight_norm(p.data, p.size)};
+  });
 }
 
 void prune_checkpoints(const std::string& run_dir, long keep) {
@@ -345,9 +360,7 @@ TrainResult run_training(const TrainOptions& opt) {
     // Step 0: the initial state (weights before any update), so a diff can tell initial-state
     // differences from computation.
     StepRecord init;
-    for (const auto& p : params) {
-      init.tensors.push_back({p.name, xxh3_64(p.data, p.size * sizeof(float)), weight_norm(p.data, p.size)});
-    }
+    tensor_sums(params, nullptr, pool, init.tensors);
     steps_log.append(format_initial_line(init));
   }
   try {
@@ -409,14 +422,7 @@ TrainResult run_training(const TrainOptions& opt) {
     }
     rec.tensors.clear();
     if (trace_weights) {
-      // One task per tensor: each checksum and norm is computed whole by one thread.
-      rec.tensors.resize(params.size());
-      pool.parallel_for(static_cast<int>(params.size()), [&](int i, int) {
-        const auto& p = params[static_cast<size_t>(i)];
-        // The norm's sums were taken during the update pass (same order as weight_norm).
-        rec.tensors[static_cast<size_t>(i)] = {p.name, xxh3_64(p.data, p.size * sizeof(float)),
-                                               stepped ? optim.norm(static_cast<size_t>(i)) : weight_norm(p.data, p.size)};
-      });
+      tensor_sums(params, stepped ? &optim : nullptr, pool, rec.tensors);
     }
     steps_log.append(format_step_line(rec));
     res.steps = s;
