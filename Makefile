@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-test deps-bench deps-fuzz build test test-asan test-tsan fuzz fuzz-smoke demo bench clean
+.PHONY: all deps deps-test deps-bench deps-fuzz build lint test test-asan test-tsan fuzz fuzz-smoke demo bench clean
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS = config steplog csv idx checkpoint
 
@@ -19,6 +19,10 @@ deps-test:
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# The layering rule and the run-directory ownership rule (docs/ARCHITECTURE.md).
+lint: deps-test
+	@python3 tools/check-layers
 
 test: deps-test build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

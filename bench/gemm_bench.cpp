@@ -1,8 +1,8 @@
 // GEMM throughput on the mnist-mlp layer shapes: reprun's gemm_acc (the kernel the CPU gets, and
 // the portable one) beside OpenBLAS's cblas_sgemm (loaded with dlopen when present), one thread.
 // Prints one JSON object per shape; bench/run.sh turns them into the table.
-#include "reprun/gemm.hpp"
-#include "reprun/threadpool.hpp"
+#include "reprun/train/gemm.hpp"
+#include "reprun/core/threadpool.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,10 +1,10 @@
 // diff_runs: stream both step logs, compare identical lines as bytes, parse only the lines that
 // differ, classify the first divergence, and follow how the gap grows.
-#include "reprun/diff.hpp"
+#include "reprun/audit/diff.hpp"
 
-#include "reprun/error.hpp"
-#include "reprun/record.hpp"
-#include "reprun/steplog.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/record/run_dir.hpp"
+#include "reprun/record/steplog.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -31,6 +31,28 @@ uint64_t ulp_distance(double a, double b) {
                  : static_cast<uint64_t>(ib) - static_cast<uint64_t>(ia);
 }
 
+const char* divergence_kind_name(DivergenceKind k) {
+  switch (k) {
+  case DivergenceKind::none:
+    return "";
+  case DivergenceKind::data_order:
+    return "data order";
+  case DivergenceKind::initial_state:
+    return "initial state";
+  case DivergenceKind::computation:
+    return "computation";
+  case DivergenceKind::ended_early:
+    return "run ended early";
+  case DivergenceKind::steps_differ:
+    return "steps differ";
+  }
+  return "";
+}
+
+bool localizable(DivergenceKind k) {
+  return k == DivergenceKind::data_order || k == DivergenceKind::initial_state || k == DivergenceKind::computation;
+}
+
 long DiffResult::material_meta_count() const {
   long n = 0;
   for (const auto& m : meta) {
@@ -46,16 +68,11 @@ void open_side(const std::string& path, RunSide& side) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     side.is_run_dir = true;
-    side.manifest = read_manifest(path);
-    side.summary = read_summary(path);
+    RunDir run = RunDir::open(path);
+    side.manifest = run.read_manifest();
+    side.summary = run.read_summary();
     side.status = side.summary.value("status", "unknown");
-    side.steps_path = (fs::path(path) / "steps.jsonl").string();
-    if (fs::is_symlink(fs::symlink_status(side.steps_path, ec))) {
-      throw Error(side.steps_path, "is a symbolic link; reprun does not follow links inside a run directory");
-    }
-    if (!fs::exists(side.steps_path, ec)) {
-      throw Error(path, "run directory has no steps.jsonl");
-    }
+    side.steps_path = run.existing_file(RunFile::steps);
     return;
   }
   if (!fs::exists(path, ec)) {
@@ -219,13 +236,13 @@ bool records_diverge(const ParsedStep& pa, const ParsedStep& pb, const Comparato
   }
   d.found = true;
   if (pa.step == 0) {
-    d.classification = "initial state";
+    d.kind = DivergenceKind::initial_state;
     d.detail = "the weights differ before any update";
   } else if (batch_differs || (pa.has_epoch && pb.has_epoch && pa.epoch != pb.epoch)) {
-    d.classification = "data order";
+    d.kind = DivergenceKind::data_order;
     d.detail = fmt::format("the batch fingerprint differs ({} vs {})", pa.batch, pb.batch);
   } else {
-    d.classification = "computation";
+    d.kind = DivergenceKind::computation;
     if (!d.trace_phase.empty()) {
       d.detail = fmt::format("same batch; first difference in {} at {}", d.trace_phase, d.trace_entry);
     } else if (tensors_differ) {
@@ -345,7 +362,7 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
       d.found = true;
       d.step = std::min(sa, sb);
       d.line = ra.lineno();
-      d.classification = "steps differ";
+      d.kind = DivergenceKind::steps_differ;
       d.detail = fmt::format("line {} holds step {} in A but step {} in B", ra.lineno(), sa, sb);
       continue;
     }
@@ -359,7 +376,7 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
         have_last = true;
       }
       next_gap = 1;
-      if (d.classification == "computation" && pa.step > 0 && ra.lineno() == 1) {
+      if (d.kind == DivergenceKind::computation && pa.step > 0 && ra.lineno() == 1) {
         r.notes.push_back("the logs have no step-0 record, so initial weights cannot be told apart from computation");
       }
     }
@@ -381,7 +398,7 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
   if (!d.found && r.a.lines != r.b.lines) {
     d.found = true;
     const bool a_short = r.a.lines < r.b.lines;
-    d.classification = "run ended early";
+    d.kind = DivergenceKind::ended_early;
     d.step = (a_short ? prev_a : prev_b) + 1;
     d.line = std::min(r.a.lines, r.b.lines) + 1;
     d.detail = fmt::format("{} stops after {} records, {} has {}; statuses: A {}, B {}", a_short ? "A" : "B",
@@ -400,10 +417,10 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
       r.verdict += ", metadata matches";
     }
   } else if (d.found) {
-    if (d.classification == "run ended early") {
+    if (d.kind == DivergenceKind::ended_early) {
       r.verdict = fmt::format("DIFFERENT: run ended early ({})", d.detail.substr(0, d.detail.find(';')));
     } else {
-      r.verdict = fmt::format("DIFFERENT: runs part at step {} ({})", d.step, d.classification);
+      r.verdict = fmt::format("DIFFERENT: runs part at step {} ({})", d.step, d.classification());
     }
     if (material > 0) {
       r.verdict += fmt::format("; {} metadata field{} differ{}", material, material == 1 ? "" : "s",

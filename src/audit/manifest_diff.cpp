@@ -1,7 +1,7 @@
 // Manifest comparison: flatten both manifests to dotted keys, classify each differing key
 // (material and ranked by how likely it explains a numeric divergence, informational, volatile),
 // and list data files added, removed or changed.
-#include "reprun/diff.hpp"
+#include "reprun/audit/diff.hpp"
 
 #include <algorithm>
 #include <map>

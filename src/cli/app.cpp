@@ -1,8 +1,8 @@
 // The app: command table, parsing, and the one place where errors become exit codes.
 #include "cli/cli.hpp"
 
-#include "reprun/buildinfo.hpp"
-#include "reprun/error.hpp"
+#include "reprun/meta/buildinfo.hpp"
+#include "reprun/core/error.hpp"
 
 #include <fmt/format.h>
 #include <iostream>

@@ -2,7 +2,7 @@
 // function. Only files under src/cli include CLI11.
 #pragma once
 
-#include "reprun/report.hpp"
+#include "reprun/report/report.hpp"
 
 #include <CLI/CLI.hpp>
 

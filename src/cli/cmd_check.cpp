@@ -2,8 +2,8 @@
 //  [--format F] [--junit FILE] [--markdown FILE] [--html FILE] [--quiet]`
 #include "cli/cli.hpp"
 
-#include "reprun/check.hpp"
-#include "reprun/error.hpp"
+#include "reprun/gate/check.hpp"
+#include "reprun/core/error.hpp"
 
 #include <iostream>
 #include <memory>

@@ -1,9 +1,9 @@
 // `reprun diff RUN_A RUN_B [--format F] [-o FILE] [--rtol X] [--atol X] [--max-ulps N] [--ignore-meta FIELD]...`
 #include "cli/cli.hpp"
 
-#include "reprun/atomic_file.hpp"
-#include "reprun/diff.hpp"
-#include "reprun/report.hpp"
+#include "reprun/core/atomic_file.hpp"
+#include "reprun/audit/diff.hpp"
+#include "reprun/report/report.hpp"
 
 #include <iostream>
 #include <memory>

@@ -1,8 +1,9 @@
 // `reprun env [--json] [--env-allow PATTERN]...`: what this machine would record in a manifest.
 #include "cli/cli.hpp"
 
-#include "reprun/snapshot.hpp"
-#include "reprun/world.hpp"
+#include "reprun/meta/snapshot.hpp"
+#include "reprun/meta/world.hpp"
+#include "reprun/train/backend.hpp"
 
 #include <fmt/format.h>
 #include <iostream>
@@ -46,6 +47,7 @@ void print_tree(const nlohmann::ordered_json& j, const std::string& indent, std:
 int run(const EnvFlags& f) {
   SnapshotOptions opt;
   opt.env_allow = f.allow;
+  opt.kernels = kernel_facts();
   nlohmann::ordered_json s = machine_snapshot(real_world(), opt);
   if (f.json) {
     std::cout << s.dump(2) << "\n";

@@ -3,8 +3,8 @@
 //  [--html FILE] [--quiet] -- PROGRAM ARGS...`
 #include "cli/cli.hpp"
 
-#include "reprun/error.hpp"
-#include "reprun/exec.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/gate/exec.hpp"
 
 #include <iostream>
 #include <memory>

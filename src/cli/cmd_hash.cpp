@@ -1,7 +1,7 @@
 // `reprun hash PATH... [--json] [--explain] [--no-cache] [--exclude GLOB]... [-L] [--threads N]`
 #include "cli/cli.hpp"
 
-#include "reprun/fingerprint.hpp"
+#include "reprun/meta/fingerprint.hpp"
 
 #include <fmt/format.h>
 #include <iostream>

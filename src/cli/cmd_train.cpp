@@ -1,7 +1,7 @@
-// `reprun train CONFIG.json [-o RUN_DIR] [--threads N] [--set KEY=VALUE]... [--resume RUN_DIR] [--quiet]`
+// `reprun train CONFIG.json [-o RUN_DIR] [--threads N] [--set KEY=VALUE]... [--resume RUN_DIR [-o NEW_RUN_DIR --from-step S]] [--quiet]`
 #include "cli/cli.hpp"
 
-#include "reprun/trainer.hpp"
+#include "reprun/train/trainer.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -26,6 +26,7 @@ struct TrainFlags {
   std::string config;
   std::string out;
   std::string resume;
+  long from_step = -1;
   int threads = 0;
   std::vector<std::string> sets;
   bool quiet = false;
@@ -45,6 +46,7 @@ int run(const TrainFlags& f) {
   opt.overrides = f.sets;
   opt.out_dir = f.out;
   opt.resume_dir = f.resume;
+  opt.from_step = f.from_step;
   opt.threads = f.threads;
   opt.command_line = command_line();
   opt.kill_after_step = f.kill_after;
@@ -110,7 +112,12 @@ Action add_train(CLI::App& sub) {
   sub.add_option("-o,--out", f->out, "Run directory to create (default: runs/<config>-<time>)");
   sub.add_option("--threads", f->threads, "Worker threads (overrides determinism.threads)")->check(CLI::Range(1, 1024));
   sub.add_option("--set", f->sets, "Override a config key: KEY=VALUE (value parsed as JSON, else a string)");
-  sub.add_option("--resume", f->resume, "Continue a stopped run from its latest valid checkpoint");
+  sub.add_option("--resume", f->resume,
+                 "Continue a stopped run from its latest valid checkpoint; with -o, fork it into a new run "
+                 "directory. --set may change execution settings only");
+  sub.add_option("--from-step", f->from_step, "With --resume and -o: fork from the checkpoint of this step (0: "
+                                              "the start)")
+      ->check(CLI::Range(0L, 1'000'000'000L));
   sub.add_flag("-q,--quiet", f->quiet, "Print only errors");
   sub.add_option("--env-allow", f->env_allow, "Also record environment variables matching PATTERN (glob)");
   sub.add_option("--kill-after-step", f->kill_after,

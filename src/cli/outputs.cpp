@@ -3,8 +3,8 @@
 // $GITHUB_STEP_SUMMARY).
 #include "cli/cli.hpp"
 
-#include "reprun/atomic_file.hpp"
-#include "reprun/error.hpp"
+#include "reprun/core/atomic_file.hpp"
+#include "reprun/core/error.hpp"
 
 #include <cstdlib>
 #include <filesystem>

@@ -1,7 +1,7 @@
 // AtomicFile: temp file + fsync + rename. See include/reprun/atomic_file.hpp.
-#include "reprun/atomic_file.hpp"
+#include "reprun/core/atomic_file.hpp"
 
-#include "reprun/error.hpp"
+#include "reprun/core/error.hpp"
 
 #include <cerrno>
 #include <cstring>

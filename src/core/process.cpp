@@ -1,8 +1,8 @@
 // run_process: fork + execve with pipes for stdout and stderr, copied to files by the parent; an
 // exec failure comes back through a close-on-exec pipe, so "not found" is an error, not exit 127.
-#include "reprun/process.hpp"
+#include "reprun/core/process.hpp"
 
-#include "reprun/error.hpp"
+#include "reprun/core/error.hpp"
 
 #include <cerrno>
 #include <chrono>

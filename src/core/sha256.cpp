@@ -1,6 +1,6 @@
 // SHA-256 through OpenSSL's EVP interface. The only file that includes OpenSSL.
-#include "reprun/error.hpp"
-#include "reprun/hash.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/core/hash.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -1,5 +1,5 @@
 // "Did you mean ...?" suggestions for mistyped keys and subcommands (Levenshtein distance).
-#include "reprun/error.hpp"
+#include "reprun/core/error.hpp"
 
 #include <algorithm>
 #include <vector>

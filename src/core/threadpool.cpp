@@ -6,7 +6,7 @@
 // After a parallel_for a worker spins briefly (about 50 microseconds, yielding) for the next one,
 // because a training step issues dozens back to back, and then sleeps on a condition variable: an
 // idle pool costs no CPU.
-#include "reprun/threadpool.hpp"
+#include "reprun/core/threadpool.hpp"
 
 #include <chrono>
 

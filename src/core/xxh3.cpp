@@ -1,6 +1,6 @@
 // XXH3 dispatch: the AVX2 build of the hash where the CPU has AVX2, else the SSE2 one. Both
 // compute the same function; only the speed differs.
-#include "reprun/hash.hpp"
+#include "reprun/core/hash.hpp"
 
 #include <cstdlib>
 #include <new>

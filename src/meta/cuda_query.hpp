@@ -2,7 +2,7 @@
 // cuda_query_none.cpp. Only the .cu file includes CUDA headers.
 #pragma once
 
-#include "reprun/world.hpp"
+#include "reprun/meta/world.hpp"
 
 namespace reprun {
 CudaFacts query_cuda();

@@ -1,10 +1,10 @@
 // File and tree hashing with a stat-keyed cache. See include/reprun/fingerprint.hpp.
-#include "reprun/fingerprint.hpp"
+#include "reprun/meta/fingerprint.hpp"
 
-#include "reprun/atomic_file.hpp"
-#include "reprun/error.hpp"
-#include "reprun/hash.hpp"
-#include "reprun/threadpool.hpp"
+#include "reprun/core/atomic_file.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/core/hash.hpp"
+#include "reprun/core/threadpool.hpp"
 
 #include <algorithm>
 #include <cerrno>

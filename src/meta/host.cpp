@@ -1,7 +1,7 @@
 // Host and GPU facts from the World. No GPU is a normal answer ({"count": 0}), never an error.
-#include "reprun/host.hpp"
+#include "reprun/meta/host.hpp"
 
-#include "reprun/world.hpp"
+#include "reprun/meta/world.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

@@ -1,10 +1,10 @@
 // machine_snapshot and its parts: environment allowlist with secret filtering, git state.
-#include "reprun/snapshot.hpp"
+#include "reprun/meta/snapshot.hpp"
 
-#include "reprun/buildinfo.hpp"
-#include "reprun/hash.hpp"
-#include "reprun/host.hpp"
-#include "reprun/world.hpp"
+#include "reprun/meta/buildinfo.hpp"
+#include "reprun/core/hash.hpp"
+#include "reprun/meta/host.hpp"
+#include "reprun/meta/world.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -101,7 +101,7 @@ ojson git_state(const World& world, const std::string& dir) {
 
 ojson machine_snapshot(const World& world, const SnapshotOptions& opt) {
   ojson s;
-  s["reprun"] = build_info();
+  s["reprun"] = build_info(opt.kernels);
   s["host"] = host_info(world);
   s["gpu"] = gpu_info(world);
   s["env"] = capture_environment(world, opt.env_allow);

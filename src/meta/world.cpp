@@ -1,10 +1,10 @@
 // The real World: environment, /proc and /etc files, uname, clock, child commands.
-#include "reprun/world.hpp"
+#include "reprun/meta/world.hpp"
 
 #include "meta/cuda_query.hpp"
-#include "reprun/error.hpp"
-#include "reprun/process.hpp"
-#include "reprun/record.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/core/process.hpp"
+#include "reprun/core/time.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -54,7 +54,7 @@ public:
 
   unsigned logical_cores() const override { return std::max(1u, std::thread::hardware_concurrency()); }
 
-  std::string now_iso8601() const override { return reprun::now_iso8601(); }
+  std::string now_iso8601() const override { return utc_now_iso8601(); }
 
   std::optional<std::string> run_command(const std::vector<std::string>& argv,
                                          const std::string& cwd) const override {

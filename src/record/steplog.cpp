@@ -1,7 +1,7 @@
 // Step-log reader and line parser; see include/reprun/steplog.hpp and docs/run-format.md.
-#include "reprun/steplog.hpp"
+#include "reprun/record/steplog.hpp"
 
-#include "reprun/error.hpp"
+#include "reprun/core/error.hpp"
 
 #include <cerrno>
 #include <charconv>

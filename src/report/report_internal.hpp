@@ -1,7 +1,7 @@
 // Shared between the report renderers (not part of the public API).
 #pragma once
 
-#include "reprun/report.hpp"
+#include "reprun/report/report.hpp"
 
 #include <string>
 

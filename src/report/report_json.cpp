@@ -1,7 +1,7 @@
 // JSON reports: the stable, documented schema (docs/report-format.md) carrying everything the
 // text report says. Version "reprun.report/1".
-#include "reprun/error.hpp"
-#include "reprun/report.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/report/report.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -118,7 +118,7 @@ ojson diff_to_json(const DiffResult& r) {
     j["divergence"] = {{"step", d.step},
                        {"line", d.line},
                        {"epoch", d.epoch >= 0 ? ojson(d.epoch) : ojson(nullptr)},
-                       {"classification", d.classification},
+                       {"classification", d.classification()},
                        {"detail", d.detail},
                        {"first_tensor", d.first_tensor.empty() ? ojson(nullptr) : ojson(d.first_tensor)},
                        {"trace_phase", d.trace_phase.empty() ? ojson(nullptr) : ojson(d.trace_phase)},

@@ -54,7 +54,7 @@ std::string diff_markdown(const DiffResult& r, const std::string& heading) {
                    r.mode);
   const Divergence& d = r.divergence;
   if (d.found) {
-    o += fmt::format("**First divergence:** step {} — **{}**: {}\n\n", d.step, d.classification, esc_md(d.detail));
+    o += fmt::format("**First divergence:** step {} — **{}**: {}\n\n", d.step, d.classification(), esc_md(d.detail));
     if (d.has_loss) {
       o += fmt::format("Loss at that step: A `{}`, B `{}` ({} ulp, relative {:.3g})\n\n", d.loss_a, d.loss_b,
                        d.loss_ulps, d.loss_rel);
@@ -93,7 +93,7 @@ std::string junit_case(const std::string& name, const DiffResult& r, const std::
   std::string o = fmt::format("    <testcase classname=\"reprun\" name=\"{}\">\n", esc_xml(name));
   if (!r.identical) {
     o += fmt::format("      <failure message=\"{}\" type=\"{}\">{}</failure>\n", esc_xml(r.verdict),
-                     esc_xml(r.divergence.found ? r.divergence.classification : "metadata"),
+                     esc_xml(r.divergence.found ? r.divergence.classification() : "metadata"),
                      esc_xml(extra + render_diff_text(r, false)));
   } else {
     o += fmt::format("      <system-out>{}</system-out>\n", esc_xml(r.verdict));
@@ -244,7 +244,7 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
   }
   const Divergence& d = r.divergence;
   if (d.found) {
-    o += fmt::format("<p><b>First divergence:</b> step {} — <b>{}</b>: {}</p>\n", d.step, esc_xml(d.classification),
+    o += fmt::format("<p><b>First divergence:</b> step {} — <b>{}</b>: {}</p>\n", d.step, esc_xml(d.classification()),
                      esc_xml(d.detail));
   }
   o += loss_svg(r);

@@ -118,7 +118,7 @@ std::string render_diff_text(const DiffResult& r, bool color) {
     o += fmt::format("  none: {} step records compared\n", r.steps_compared);
   } else {
     o += fmt::format("  step {}{} (line {}): {}\n", d.step, d.epoch >= 0 ? fmt::format(", epoch {}", d.epoch) : "",
-                     d.line, st.bold(d.classification));
+                     d.line, st.bold(d.classification()));
     o += "  " + d.detail + "\n";
     if (!d.first_tensor.empty()) {
       o += fmt::format("  first tensor in model order: {}\n", d.first_tensor);

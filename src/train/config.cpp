@@ -1,9 +1,9 @@
 // Config parsing: every key checked against a table of known keys per section, with types, ranges
 // and defaults; unknown keys get "did you mean". See docs/config.md.
-#include "reprun/config.hpp"
+#include "reprun/train/config.hpp"
 
-#include "reprun/atomic_file.hpp"
-#include "reprun/error.hpp"
+#include "reprun/core/atomic_file.hpp"
+#include "reprun/core/error.hpp"
 
 #include <cmath>
 #include <filesystem>

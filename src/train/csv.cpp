@@ -1,8 +1,8 @@
 // CSV reader: numeric columns, one label column (a non-negative integer class). Strict: a ragged
 // row, an empty or non-numeric field, or a bad label is an error naming file:line:column.
-#include "reprun/atomic_file.hpp"
-#include "reprun/data.hpp"
-#include "reprun/error.hpp"
+#include "reprun/core/atomic_file.hpp"
+#include "reprun/train/data.hpp"
+#include "reprun/core/error.hpp"
 
 #include <charconv>
 #include <cmath>

@@ -1,11 +1,11 @@
 // Synthetic data, split, shuffle and normalisation. File formats live in csv.cpp and idx.cpp.
-#include "reprun/data.hpp"
+#include "reprun/train/data.hpp"
 
-#include "reprun/error.hpp"
-#include "reprun/fingerprint.hpp"
-#include "reprun/hash.hpp"
-#include "reprun/rng.hpp"
-#include "reprun/threadpool.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/meta/fingerprint.hpp"
+#include "reprun/core/hash.hpp"
+#include "reprun/train/rng.hpp"
+#include "reprun/core/threadpool.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
 // gemm_acc: tiling, threading and dispatch. The per-element arithmetic is defined in the header;
 // this file only decides who computes which tile.
-#include "reprun/gemm.hpp"
+#include "reprun/train/gemm.hpp"
 
-#include "reprun/threadpool.hpp"
+#include "reprun/core/threadpool.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -2,7 +2,7 @@
 // run-time CPU check). Register block of up to 6 rows x 16 columns; each C element is one vfmadd
 // chain over k in order, exactly like the portable kernel's std::fma chain, so both give the same
 // bits. Column tails narrower than 8 use the same chain in scalar code.
-#include "reprun/gemm.hpp"
+#include "reprun/train/gemm.hpp"
 
 #include <cmath>
 #include <immintrin.h>

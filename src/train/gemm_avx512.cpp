@@ -2,7 +2,7 @@
 // run-time CPU check). Register block of up to 12 rows x 32 columns; each C element is one vfmadd
 // chain over k in order, exactly like the AVX2 and portable kernels, so all three give the same
 // bits. Column tails use masked loads and stores (the masked-off lanes are never stored).
-#include "reprun/gemm.hpp"
+#include "reprun/train/gemm.hpp"
 
 #include <immintrin.h>
 

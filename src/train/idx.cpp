@@ -1,8 +1,8 @@
 // IDX reader (the MNIST file format): big-endian header, magic 0x0803 (unsigned byte images, 3
 // dimensions) or 0x0801 (labels, 1 dimension). Truncated files and mismatched counts are errors.
-#include "reprun/atomic_file.hpp"
-#include "reprun/data.hpp"
-#include "reprun/error.hpp"
+#include "reprun/core/atomic_file.hpp"
+#include "reprun/train/data.hpp"
+#include "reprun/core/error.hpp"
 
 #include <fmt/format.h>
 

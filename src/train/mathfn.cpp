@@ -1,6 +1,6 @@
 // Deterministic exp/log/tanh. Compiled with -ffp-contract=off: the operation order written here is
 // the order executed, on every compiler and optimisation level.
-#include "reprun/mathfn.hpp"
+#include "reprun/train/mathfn.hpp"
 
 #include <cmath>
 #include <cstdint>

@@ -1,13 +1,13 @@
 // MLP forward and backward, layer by layer, side by side. Every reduction over samples is either
 // gemm_acc (one fma chain per element, in sample order) or an explicit loop in sample order, so the
 // result does not depend on threads or on how a batch is cut into micro-batches.
-#include "reprun/model.hpp"
+#include "reprun/train/model.hpp"
 
-#include "reprun/gemm.hpp"
-#include "reprun/hash.hpp"
-#include "reprun/mathfn.hpp"
-#include "reprun/rng.hpp"
-#include "reprun/threadpool.hpp"
+#include "reprun/train/gemm.hpp"
+#include "reprun/core/hash.hpp"
+#include "reprun/train/mathfn.hpp"
+#include "reprun/train/rng.hpp"
+#include "reprun/core/threadpool.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // Optimizer updates. Compiled with -ffp-contract=off: each expression is evaluated as written.
-#include "reprun/optimizer.hpp"
+#include "reprun/train/optimizer.hpp"
 
-#include "reprun/threadpool.hpp"
+#include "reprun/core/threadpool.hpp"
 
 #include <algorithm>
 #include <cmath>

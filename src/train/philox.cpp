@@ -1,6 +1,6 @@
 // Philox4x32-10, checked against Random123's published known-answer vectors in
 // tests/unit/test_train_rng.cpp.
-#include "reprun/rng.hpp"
+#include "reprun/train/rng.hpp"
 
 namespace reprun {
 

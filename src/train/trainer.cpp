@@ -1,19 +1,21 @@
 // The training loop, top to bottom: resolve config, load data, build the model, create (or reopen)
 // the run directory, then step, log, evaluate and checkpoint until done or stopped.
-#include "reprun/trainer.hpp"
+#include "reprun/train/trainer.hpp"
 
-#include "reprun/atomic_file.hpp"
-#include "reprun/checkpoint.hpp"
-#include "reprun/config.hpp"
-#include "reprun/data.hpp"
-#include "reprun/hash.hpp"
-#include "reprun/model.hpp"
-#include "reprun/optimizer.hpp"
-#include "reprun/record.hpp"
-#include "reprun/rng.hpp"
-#include "reprun/snapshot.hpp"
-#include "reprun/threadpool.hpp"
-#include "reprun/world.hpp"
+#include "reprun/core/atomic_file.hpp"
+#include "reprun/train/backend.hpp"
+#include "reprun/train/config.hpp"
+#include "reprun/train/data.hpp"
+#include "reprun/core/hash.hpp"
+#include "reprun/train/model.hpp"
+#include "reprun/train/optimizer.hpp"
+#include "reprun/record/run_dir.hpp"
+#include "reprun/train/rng.hpp"
+#include "reprun/train/state.hpp"
+#include "reprun/record/step_record.hpp"
+#include "reprun/meta/snapshot.hpp"
+#include "reprun/core/threadpool.hpp"
+#include "reprun/meta/world.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -22,31 +24,12 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace reprun {
 
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
-
-std::string result_config_digest(const std::string& resolved_config_json) {
-  ojson c = ojson::parse(resolved_config_json);
-  // Keys guaranteed not to change a result (docs/determinism.md).
-  if (c.contains("determinism")) {
-    c["determinism"].erase("threads");
-    c["determinism"].erase("trace");
-  }
-  if (c.contains("training")) {
-    // The run length does not change any step: a checkpoint at step s continues any longer run.
-    c["training"].erase("epochs");
-    c["training"].erase("steps");
-    // Ordered reduction is one chain per element in sample order, whatever the micro-batch split.
-    c["training"].erase("accumulation");
-    c["training"].erase("checkpoint_every");
-    c["training"].erase("checkpoint_keep");
-    c["training"].erase("eval_every");
-  }
-  return sha256_hex(c.dump());
-}
 
 namespace {
 
@@ -128,40 +111,13 @@ ojson build_manifest(const TrainOptions& opt, const Config& cfg, const std::stri
                                  : "chunk partials of 8 samples added in completion order (non-deterministic)"}};
   SnapshotOptions so;
   so.env_allow = opt.env_allow;
+  so.kernels = kernel_facts();
   ojson snap = machine_snapshot(world, so);
   for (auto it = snap.begin(); it != snap.end(); ++it) {
     m[it.key()] = *it;
   }
   m["resumes"] = ojson::array();
   return m;
-}
-
-void write_summary(const std::string& dir, const TrainResult& r, long total) {
-  ojson s;
-  s["format"] = k_run_format;
-  s["status"] = r.status;
-  s["steps"] = r.steps;
-  s["total_steps"] = total;
-  s["train_loss"] = std::isfinite(r.train_loss) ? ojson(r.train_loss) : ojson(json_number(r.train_loss));
-  s["val_loss"] = r.has_val ? ojson(r.val_loss) : ojson(nullptr);
-  s["val_accuracy"] = r.has_val ? ojson(r.val_accuracy) : ojson(nullptr);
-  s["wall_seconds"] = r.wall_seconds;
-  s["steps_per_second"] = r.steps_per_second;
-  write_file_atomic((fs::path(dir) / "summary.json").string(), s.dump(2) + "\n");
-}
-
-std::vector<NamedTensor> checkpoint_tensors(Mlp& model, Optimizer& optim) {
-  // Names from Mlp::params(), which lists each layer's weight then bias.
-  const auto params = model.params();
-  std::vector<NamedTensor> t;
-  for (size_t l = 0; l < model.layers().size(); ++l) {
-    t.push_back({params[2 * l].name, &model.layers()[l].w});
-    t.push_back({params[2 * l + 1].name, &model.layers()[l].b});
-  }
-  for (const auto& s : optim.state()) {
-    t.push_back({s.name, s.data});
-  }
-  return t;
 }
 
 // Checksum and norm of every weight tensor, one task per tensor (each computed whole by one
@@ -177,209 +133,234 @@ void tensor_sums(const std::vector<ParamRef>& params, const Optimizer* optim, Th
   });
 }
 
-void prune_checkpoints(const std::string& run_dir, long keep) {
-  auto list = list_checkpoints(run_dir);
-  for (size_t i = static_cast<size_t>(keep); i < list.size(); ++i) {
-    std::error_code ec;
-    fs::remove(list[i], ec);
+} // namespace
+
+
+namespace {
+
+// What one process of a run holds, built phase by phase.
+struct Session {
+  const TrainOptions& opt;
+  bool resuming = false;          // --resume: continue (or, with -o, fork) an existing run
+  bool forking = false;
+  std::optional<RunDir> source;   // the run being resumed or forked
+  Config cfg;
+  ojson manifest;                 // resumes and forks: the source's, updated
+  std::string config_text_digest; // new runs: sha256 of the config file
+  std::unique_ptr<ThreadPool> pool;
+  Dataset data;
+  Split split;
+  Plan plan;
+  std::unique_ptr<Mlp> model;
+  std::unique_ptr<Optimizer> optim;
+  std::unique_ptr<MlpRunner> runner;
+  std::optional<RunDir> run;
+  std::optional<AppendLog> steps_log, evals_log;
+  long start_step = 0;
+
+  explicit Session(const TrainOptions& o) : opt(o) {}
+  void note(const std::string& s) const {
+    if (opt.on_note) {
+      opt.on_note(s);
+    }
+  }
+  const std::string& digest() const { return manifest["config_digest"].get_ref<const std::string&>(); }
+};
+
+// The config of a resumed or forked run: the source's, with --set changing execution settings
+// only (anything else would make the continuation another experiment).
+Config resumed_config(Session& s) {
+  const std::string mpath = s.source->file(RunFile::manifest);
+  if (s.manifest.value("kind", "") != "train" || !s.manifest.contains("config") ||
+      !s.manifest.value("config_digest", ojson()).is_string()) {
+    throw Error(mpath, "not a run of `reprun train`; only those can be resumed");
+  }
+  ojson doc = s.manifest["config"];
+  if (!s.opt.config_path.empty()) {
+    Config given = load_config_file(s.opt.config_path, s.opt.overrides);
+    if (given.seed_drawn) {
+      given.seed = config_from_json(doc, mpath + ": config").seed;
+    }
+    if (result_config_digest(config_to_json(given).dump()) != s.digest()) {
+      throw Error(s.opt.config_path, "differs from the configuration of the run being resumed (" + mpath +
+                                         "); resume without a config, or start a new run");
+    }
+  }
+  for (const auto& o : s.opt.overrides) {
+    std::string key = o.substr(0, o.find('='));
+    if (!is_execution_setting(key)) {
+      throw Error("--set " + o, "a resumed run may change execution settings only (threads, trace, run length, "
+                                "accumulation, checkpoint and eval cadence); '" + key +
+                                    "' would make it another experiment: start a new run");
+    }
+    apply_override(doc, o);
+  }
+  Config cfg = config_from_json(doc, mpath + ": config");
+  cfg.source = s.manifest["config_file"].value("path", mpath);
+  cfg.base_dir = s.manifest["config_file"].value("dir", "");
+  if (!s.opt.overrides.empty()) {
+    ojson resolved = config_to_json(cfg);
+    if (result_config_digest(resolved.dump()) != s.digest()) { // the list and the digest disagree: a bug
+      throw Error(mpath, "internal: an execution setting changed the result digest");
+    }
+    s.manifest["config"] = resolved;
+  }
+  return cfg;
+}
+
+// Phase 1a: the config, and for a resume the run it continues. Nothing is written.
+void resolve_config(Session& s) {
+  const TrainOptions& opt = s.opt;
+  s.resuming = !opt.resume_dir.empty();
+  s.forking = s.resuming && !opt.out_dir.empty();
+  if (opt.from_step >= 0 && !s.forking) {
+    throw Error("--from-step", "needs --resume RUN_DIR and -o NEW_RUN_DIR (a fork)");
+  }
+  if (!s.resuming) {
+    s.cfg = load_config_file(opt.config_path, opt.overrides);
+    s.config_text_digest = sha256_file(opt.config_path);
+  } else {
+    s.source = RunDir::open(opt.resume_dir);
+    s.manifest = s.source->read_manifest();
+    s.cfg = resumed_config(s);
+  }
+  if (opt.threads > 0) {
+    s.cfg.determinism.threads = opt.threads;
   }
 }
 
-} // namespace
-
-TrainResult run_training(const TrainOptions& opt) {
-  const auto t_start = std::chrono::steady_clock::now();
-  const bool resuming = !opt.resume_dir.empty();
-  Config cfg;
-  ojson manifest;
-  std::string config_digest_text;
-  std::string run_dir;
-  if (resuming) {
-    run_dir = opt.resume_dir;
-    manifest = read_manifest(run_dir);
-    std::string mpath = (fs::path(run_dir) / "manifest.json").string();
-    if (manifest.value("kind", "") != "train" || !manifest.contains("config")) {
-      throw Error(mpath, "not a run of `reprun train`; only those can be resumed");
-    }
-    cfg = config_from_json(manifest["config"], mpath + ": config");
-    cfg.source = manifest["config_file"].value("path", mpath);
-    cfg.base_dir = manifest["config_file"].value("dir", "");
-    if (!opt.config_path.empty()) {
-      Config given = load_config_file(opt.config_path, opt.overrides);
-      given.seed = given.seed_drawn ? cfg.seed : given.seed;
-      if (result_config_digest(config_to_json(given).dump()) != manifest.value("config_digest", "")) {
-        throw Error(opt.config_path, "differs from the configuration of the run being resumed (" + mpath +
-                                         "); resume without a config, or start a new run");
-      }
-    }
-    ojson summary = read_summary(run_dir);
-    if (summary.value("status", "") == "complete") {
-      TrainResult r;
-      r.status = "complete";
-      r.run_dir = run_dir;
-      r.steps = summary.value("steps", 0L);
-      if (opt.on_note) {
-        opt.on_note("run is already complete: " + run_dir);
-      }
-      return r;
-    }
-  } else {
-    cfg = load_config_file(opt.config_path, opt.overrides);
-    config_digest_text = sha256_file(opt.config_path);
-  }
-  if (opt.threads > 0) {
-    cfg.determinism.threads = opt.threads;
-  }
-  ThreadPool pool(cfg.determinism.threads);
-
-  Dataset data = load_dataset(cfg, &pool);
-  if (resuming && manifest["data"].value("fingerprint", "") != data.fingerprint) {
+// Phase 1b: data, split, plan, model. Every input is checked here, before any file is written.
+void prepare(Session& s) {
+  Config& cfg = s.cfg;
+  s.pool = std::make_unique<ThreadPool>(cfg.determinism.threads);
+  s.data = load_dataset(cfg, s.pool.get());
+  if (s.resuming && s.manifest["data"].value("fingerprint", "") != s.data.fingerprint) {
     throw Error(cfg.source, "the dataset changed since this run started (fingerprint " +
-                                manifest["data"].value("fingerprint", "") + " -> " + data.fingerprint +
+                                s.manifest["data"].value("fingerprint", "") + " -> " + s.data.fingerprint +
                                 "); resuming would not reproduce the run");
   }
-  Split split = split_dataset(data, cfg.data.validation_fraction, cfg.seed);
-  if (split.train.empty()) {
+  s.split = split_dataset(s.data, cfg.data.validation_fraction, cfg.seed);
+  if (s.split.train.empty()) {
     throw Error(cfg.source, "data.validation_fraction: leaves no training samples");
   }
-  if (cfg.training.batch_size > static_cast<long>(split.train.size())) {
+  if (cfg.training.batch_size > static_cast<long>(s.split.train.size())) {
     throw Error(cfg.source, fmt::format("training.batch_size: {} is larger than the {} training samples",
-                                        cfg.training.batch_size, split.train.size()));
+                                        cfg.training.batch_size, s.split.train.size()));
   }
   if (cfg.data.normalize == "standard") {
-    normalize_standard(data, split);
+    normalize_standard(s.data, s.split);
   }
-  Plan plan;
-  plan.train_samples = static_cast<long>(split.train.size());
-  plan.val_samples = static_cast<long>(split.val.size());
+  Plan& plan = s.plan;
+  plan.train_samples = static_cast<long>(s.split.train.size());
+  plan.val_samples = static_cast<long>(s.split.val.size());
   plan.steps_per_epoch = (plan.train_samples + cfg.training.batch_size - 1) / cfg.training.batch_size;
   plan.total_steps = cfg.training.steps > 0 ? cfg.training.steps : cfg.training.epochs * plan.steps_per_epoch;
-
-  Mlp model(cfg.model, data.features, data.classes);
-  model.init(cfg.seed);
-  Optimizer optim(cfg.optimizer, model.params());
+  if (s.resuming) {
+    s.manifest["plan"]["total_steps"] = plan.total_steps;
+  }
+  s.model = std::make_unique<Mlp>(cfg.model, s.data.features, s.data.classes);
+  s.model->init(cfg.seed);
+  s.optim = std::make_unique<Optimizer>(cfg.optimizer, s.model->params());
   const long micro_rows = (cfg.training.batch_size + cfg.training.accumulation - 1) / cfg.training.accumulation;
-  MlpRunner runner(model, cfg.model, std::max(micro_rows, 256L), pool.size());
+  s.runner = std::make_unique<MlpRunner>(*s.model, cfg.model, std::max(micro_rows, 256L), s.pool->size());
+}
 
-  // The run directory: created only now, after every input has been checked.
-  if (!resuming) {
-    run_dir = opt.out_dir.empty() ? default_run_dir(opt.config_path) : opt.out_dir;
-    std::error_code ec;
-    if (fs::exists(fs::path(run_dir) / "manifest.json", ec)) {
-      throw Error(run_dir, "already holds a run; continue it with --resume or choose another -o");
-    }
-    fs::create_directories(fs::path(run_dir) / "checkpoints", ec);
-    if (ec) {
-      throw Error(run_dir, "cannot create run directory: " + ec.message());
-    }
+// The logs exist before the manifest: a directory with a manifest is always a readable run,
+// whenever the process is killed.
+void open_logs_then_manifest(Session& s) {
+  s.steps_log.emplace(s.run->append(RunFile::steps));
+  s.evals_log.emplace(s.run->append(RunFile::evals));
+  s.run->write_manifest(s.manifest);
+}
+
+// Phase 2: the run directory (created only now, after every input was checked), locked; the state
+// restored from the newest valid checkpoint and the logs cut back to it; the manifest written.
+RunLock resume_or_start(Session& s) {
+  const TrainOptions& opt = s.opt;
+  if (!s.resuming) {
+    s.run = RunDir::create(opt.out_dir.empty() ? default_run_dir(opt.config_path) : opt.out_dir);
+    RunLock lock = s.run->lock();
+    s.manifest = build_manifest(opt, s.cfg, s.config_text_digest, s.data, s.plan, *s.model);
+    open_logs_then_manifest(s);
+    return lock;
   }
-  RunLock lock(run_dir);
-  const std::string steps_path = (fs::path(run_dir) / "steps.jsonl").string();
-  const std::string evals_path = (fs::path(run_dir) / "evals.jsonl").string();
-  const std::string manifest_path = (fs::path(run_dir) / "manifest.json").string();
-  long start_step = 0;
-  if (!resuming) {
-    manifest = build_manifest(opt, cfg, config_digest_text, data, plan, model);
+  const long from = s.forking ? opt.from_step : -1;
+  if (s.forking) {
+    s.run = RunDir::create(opt.out_dir);
   } else {
-    // Latest valid checkpoint; a corrupt one is reported and skipped.
-    auto tensors = checkpoint_tensors(model, optim);
-    for (const auto& path : list_checkpoints(run_dir)) {
-      try {
-        start_step = read_checkpoint(path, manifest.value("config_digest", ""), tensors);
-        break;
-      } catch (const Error& e) {
-        if (opt.on_note) {
-          opt.on_note(std::string("skipping checkpoint: ") + e.what());
-        }
-        model.init(cfg.seed); // a failed read may have filled some tensors
-        for (auto& s : optim.state()) {
-          std::fill(s.data->begin(), s.data->end(), 0.0f);
-        }
-      }
-    }
-    // From no checkpoint the step-0 line is written again, so it goes too.
-    truncate_log_to_step(steps_path, start_step == 0 ? -1 : start_step);
-    truncate_log_to_step(evals_path, start_step);
-    manifest["resumes"].push_back({{"from_step", start_step},
-                                   {"time", real_world().now_iso8601()},
-                                   {"threads", cfg.determinism.threads},
-                                   {"command_line", opt.command_line}});
-    if (opt.on_note) {
-      opt.on_note(fmt::format("resuming {} from step {}", run_dir, start_step));
-    }
+    s.run = *s.source;
   }
-  // The logs exist before the manifest: a directory with a manifest is always a readable run,
-  // whenever the process is killed.
-  AppendLog steps_log(steps_path);
-  AppendLog evals_log(evals_path);
-  TrainResult res;
-  res.run_dir = run_dir;
-  res.status = "running";
-  res.steps = start_step;
-  write_file_atomic(manifest_path, manifest.dump(2) + "\n");
-  write_summary(run_dir, res, plan.total_steps);
-  const long B = cfg.training.batch_size;
-  const long F = data.features;
-  std::vector<float> xb(static_cast<size_t>(B * F));
-  std::vector<int32_t> yb(static_cast<size_t>(B));
-  std::vector<uint32_t> idx(static_cast<size_t>(B));
-  std::vector<float> xval;
-  std::vector<int32_t> yval;
-  for (uint32_t i : split.val) {
-    xval.insert(xval.end(), data.x.begin() + static_cast<long>(i) * F, data.x.begin() + static_cast<long>(i + 1) * F);
-    yval.push_back(data.y[i]);
+  RunLock lock = s.run->lock();
+  if (s.forking) {
+    s.run->copy_start_from(*s.source, std::max(from, 0L));
   }
-  auto evaluate = [&](long step) {
-    if (split.val.empty()) {
-      return;
+  auto reset = [&] {
+    s.model->init(s.cfg.seed);
+    for (auto& st : s.optim->state()) {
+      std::fill(st.data->begin(), st.data->end(), 0.0f);
     }
-    double loss_sum = 0.0;
-    long correct = 0;
-    runner.evaluate(xval.data(), yval.data(), static_cast<long>(yval.size()), &pool, loss_sum, correct);
-    res.has_val = true;
-    res.val_loss = loss_sum / static_cast<double>(yval.size());
-    res.val_accuracy = static_cast<double>(correct) / static_cast<double>(yval.size());
-    evals_log.append(fmt::format("{{\"step\":{},\"val_loss\":{},\"val_accuracy\":{},\"val_samples\":{}}}\n", step,
-                                 json_number(res.val_loss), json_number(res.val_accuracy), yval.size()));
   };
-
-  const bool trace_weights = cfg.determinism.trace != "loss";
-  StepContext ctx;
-  ctx.seed = cfg.seed;
-  ctx.atomic = cfg.determinism.reduction == "atomic";
-  ctx.trace_full = cfg.determinism.trace == "full";
-  ctx.pool = &pool;
-  long cached_epoch = -1;
-  std::vector<uint32_t> order;
-  auto params = model.params();
-  StepRecord rec;
-  const auto t_loop = std::chrono::steady_clock::now();
-  long steps_this_process = 0;
-
-  if (start_step == 0 && trace_weights) {
-    // Step 0: the initial state (weights before any update), so a diff can tell initial-state
-    // differences from computation.
-    StepRecord init;
-    tensor_sums(params, nullptr, pool, init.tensors);
-    steps_log.append(format_initial_line(init));
+  s.start_step = restore_state(*s.run, from, s.digest(), *s.model, *s.optim, reset,
+                               [&](const std::string& n) { s.note(n); });
+  if (s.forking && from >= 0 && s.start_step != from) {
+    throw Error(s.source->path(), fmt::format("its checkpoint at step {} cannot be read", from));
   }
-  try {
-  for (long s = start_step + 1; s <= plan.total_steps; ++s) {
-    const long epoch = (s - 1) / plan.steps_per_epoch;
-    const long pos = (s - 1) % plan.steps_per_epoch;
-    if (epoch != cached_epoch) {
-      order = epoch_order(split.train.size(), cfg.seed, epoch, cfg.training.shuffle);
-      cached_epoch = epoch;
+  s.run->truncate_logs_to(s.start_step);
+  if (s.forking) {
+    s.manifest["forked_from"] = {{"run", s.source->path()}, {"step", s.start_step}};
+    s.manifest["resumes"] = ojson::array();
+  }
+  const World& world = opt.world ? *opt.world : real_world();
+  s.manifest["resumes"].push_back({{"from_step", s.start_step},
+                                   {"time", world.now_iso8601()},
+                                   {"threads", s.cfg.determinism.threads},
+                                   {"command_line", opt.command_line}});
+  open_logs_then_manifest(s);
+  s.note(fmt::format("{} {} from step {}", s.forking ? "forked" : "resuming",
+                     s.forking ? s.source->path() + " into " + s.run->path() : s.run->path(), s.start_step));
+  return lock;
+}
+
+// The batch of one step: sample indices from the epoch's order, rows gathered into xb/yb.
+class BatchGatherer {
+  const Session& m_s;
+  long m_b, m_f;
+  long m_cached_epoch = -1;
+  std::vector<uint32_t> m_order;
+
+public:
+  explicit BatchGatherer(const Session& s)
+      : m_s(s), m_b(s.cfg.training.batch_size), m_f(s.data.features), xb(static_cast<size_t>(m_b * m_f)),
+        yb(static_cast<size_t>(m_b)), idx(static_cast<size_t>(m_b)) {}
+
+  // Returns the number of rows of step `step` (1-based) in epoch `epoch`.
+  long gather(long step, long epoch) {
+    const Plan& plan = m_s.plan;
+    if (epoch != m_cached_epoch) {
+      m_order = epoch_order(m_s.split.train.size(), m_s.cfg.seed, epoch, m_s.cfg.training.shuffle);
+      m_cached_epoch = epoch;
     }
-    const long b0 = pos * B;
-    const long bsz = std::min(B, plan.train_samples - b0);
+    const long b0 = ((step - 1) % plan.steps_per_epoch) * m_b;
+    const long bsz = std::min(m_b, plan.train_samples - b0);
     for (long r = 0; r < bsz; ++r) {
-      idx[static_cast<size_t>(r)] = split.train[order[static_cast<size_t>(b0 + r)]];
+      idx[static_cast<size_t>(r)] = m_s.split.train[m_order[static_cast<size_t>(b0 + r)]];
     }
-    // Gather the batch's rows, in chunks of 16 rows across the threads (each row has one writer).
-    // Rows are scattered over the dataset, so the next ones are prefetched while one is copied.
+    copy_rows(bsz);
+    return bsz;
+  }
+
+  std::vector<float> xb;
+  std::vector<int32_t> yb;
+  std::vector<uint32_t> idx;
+
+private:
+  // In chunks of 16 rows across the threads (each row has one writer). Rows are scattered over
+  // the dataset, so the next ones are prefetched while one is copied.
+  void copy_rows(long bsz) {
+    const long F = m_f;
+    const Dataset& data = m_s.data;
     const size_t row_bytes = static_cast<size_t>(F) * sizeof(float);
-    pool.parallel_for(static_cast<int>((bsz + 15) / 16), [&](int chunk, int) {
+    m_s.pool->parallel_for(static_cast<int>((bsz + 15) / 16), [&](int chunk, int) {
       constexpr long k_ahead = 4;
       const long r0 = chunk * 16L, r1 = std::min(bsz, r0 + 16);
       for (long r = r0; r < r1; ++r) {
@@ -396,89 +377,201 @@ TrainResult run_training(const TrainOptions& opt) {
         yb[static_cast<size_t>(r)] = data.y[sample];
       }
     });
-    ctx.step = s;
-    ctx.batch_size = bsz;
-    runner.begin_step(ctx);
+  }
+};
+
+RunSummary summary_of(const TrainResult& r, long total, const AppendLog& steps, const AppendLog& evals) {
+  RunSummary s;
+  s.status = r.status;
+  s.steps = r.steps;
+  s.total_steps = total;
+  s.train_loss = r.train_loss;
+  s.has_eval_fields = true;
+  if (r.has_val) {
+    s.val_loss = r.val_loss;
+    s.val_accuracy = r.val_accuracy;
+  }
+  s.wall_seconds = r.wall_seconds;
+  s.steps_per_second = r.steps_per_second;
+  s.steps_log = steps.facts();
+  s.evals_log = evals.facts();
+  return s;
+}
+
+// Phase 3 and 4: the step loop, then the summary.
+class Loop {
+public:
+  explicit Loop(Session& s)
+      : m_s(s), m_steps(*s.steps_log), m_evals(*s.evals_log), m_batch(s) {
+    for (uint32_t i : s.split.val) {
+      const long F = s.data.features;
+      m_xval.insert(m_xval.end(), s.data.x.begin() + static_cast<long>(i) * F,
+                    s.data.x.begin() + static_cast<long>(i + 1) * F);
+      m_yval.push_back(s.data.y[i]);
+    }
+    m_ctx.seed = s.cfg.seed;
+    m_ctx.atomic = s.cfg.determinism.reduction == "atomic";
+    m_ctx.trace_full = s.cfg.determinism.trace == "full";
+    m_ctx.pool = s.pool.get();
+    m_res.run_dir = s.run->path();
+    m_res.status = "running";
+    m_res.steps = s.start_step;
+  }
+
+  TrainResult run(std::chrono::steady_clock::time_point t_start) {
+    write_summary();
+    const auto t_loop = std::chrono::steady_clock::now();
+    try {
+      if (m_s.start_step == 0 && trace_weights()) {
+        // Step 0: the initial state (weights before any update), so a diff can tell initial-state
+        // differences from computation.
+        StepRecord init;
+        tensor_sums(m_s.model->params(), nullptr, *m_s.pool, init.tensors);
+        m_steps.append(format_initial_line(init));
+      }
+      for (long s = m_s.start_step + 1; s <= m_s.plan.total_steps && m_res.status == "running"; ++s) {
+        step(s, t_loop);
+      }
+    } catch (const Error& e) {
+      // An I/O error (disk full, file size limit) stops the run: say so in the summary if that
+      // can still be written; the last complete checkpoint stays as it was.
+      m_res.status = std::string("failed: ") + e.what();
+      try {
+        write_summary();
+      } catch (const Error&) {
+      }
+      throw;
+    }
+    if (m_res.status == "running") {
+      m_res.status = "complete";
+    }
+    const auto t_end = std::chrono::steady_clock::now();
+    m_res.wall_seconds = std::chrono::duration<double>(t_end - t_start).count();
+    const double loop_s = std::chrono::duration<double>(t_end - t_loop).count();
+    m_res.steps_per_second = loop_s > 0 ? static_cast<double>(m_done) / loop_s : 0.0;
+    write_summary();
+    return m_res;
+  }
+
+private:
+  bool trace_weights() const { return m_s.cfg.determinism.trace != "loss"; }
+  void write_summary() const { m_s.run->write_summary(summary_of(m_res, m_s.plan.total_steps, m_steps, m_evals)); }
+
+  // Forward and backward over the step's micro-batches; the optimizer update; the step's line.
+  double compute(long s, long epoch, long bsz) {
+    const long F = m_s.data.features;
+    m_ctx.step = s;
+    m_ctx.batch_size = bsz;
+    m_s.runner->begin_step(m_ctx);
     double loss_sum = 0.0;
-    const long acc = cfg.training.accumulation;
+    const long acc = m_s.cfg.training.accumulation;
     for (long k = 0; k < acc; ++k) {
-      long r0 = k * bsz / acc;
-      long r1 = (k + 1) * bsz / acc;
+      const long r0 = k * bsz / acc, r1 = (k + 1) * bsz / acc;
       if (r1 > r0) {
-        runner.micro_batch(ctx, &xb[static_cast<size_t>(r0 * F)], &yb[static_cast<size_t>(r0)], r1 - r0, r0, loss_sum);
+        m_s.runner->micro_batch(m_ctx, &m_batch.xb[static_cast<size_t>(r0 * F)], &m_batch.yb[static_cast<size_t>(r0)],
+                                r1 - r0, r0, loss_sum);
       }
     }
     const double loss = loss_sum / static_cast<double>(bsz);
-    rec.step = s;
-    rec.epoch = epoch;
-    rec.loss = loss;
-    rec.batch = xxh3_64(idx.data(), static_cast<size_t>(bsz) * sizeof(uint32_t));
-    if (ctx.trace_full) {
-      runner.end_step(rec.forward, rec.backward);
+    m_rec.step = s;
+    m_rec.epoch = epoch;
+    m_rec.loss = loss;
+    m_rec.batch = xxh3_64(m_batch.idx.data(), static_cast<size_t>(bsz) * sizeof(uint32_t));
+    if (m_ctx.trace_full) {
+      m_s.runner->end_step(m_rec.forward, m_rec.backward);
     }
     const bool stepped = std::isfinite(loss);
     if (stepped) {
-      optim.step(s, &pool, trace_weights);
+      m_s.optim->step(s, m_s.pool.get(), trace_weights());
     }
-    rec.tensors.clear();
-    if (trace_weights) {
-      tensor_sums(params, stepped ? &optim : nullptr, pool, rec.tensors);
+    m_rec.tensors.clear();
+    if (trace_weights()) {
+      tensor_sums(m_s.model->params(), stepped ? m_s.optim.get() : nullptr, *m_s.pool, m_rec.tensors);
     }
-    steps_log.append(format_step_line(rec));
-    res.steps = s;
-    res.train_loss = loss;
-    ++steps_this_process;
+    m_steps.append(format_step_line(m_rec));
+    return loss;
+  }
+
+  void evaluate(long step) {
+    if (m_yval.empty()) {
+      return;
+    }
+    double loss_sum = 0.0;
+    long correct = 0;
+    const long n = static_cast<long>(m_yval.size());
+    m_s.runner->evaluate(m_xval.data(), m_yval.data(), n, m_s.pool.get(), loss_sum, correct);
+    m_res.has_val = true;
+    m_res.val_loss = loss_sum / static_cast<double>(n);
+    m_res.val_accuracy = static_cast<double>(correct) / static_cast<double>(n);
+    m_evals.append(format_eval_line({step, m_res.val_loss, m_res.val_accuracy, n}));
+  }
+
+  void step(long s, std::chrono::steady_clock::time_point t_loop) {
+    const TrainOptions& opt = m_s.opt;
+    const TrainingConfig& tc = m_s.cfg.training;
+    const long epoch = (s - 1) / m_s.plan.steps_per_epoch;
+    const long bsz = m_batch.gather(s, epoch);
+    const double loss = compute(s, epoch, bsz);
+    m_res.steps = s;
+    m_res.train_loss = loss;
+    ++m_done;
     if (opt.kill_after_step == s) {
       ::raise(SIGKILL);
     }
     if (!std::isfinite(loss)) {
-      res.status = fmt::format("failed: non-finite loss at step {}", s);
-      res.code = ExitCode::different;
-      break;
+      m_res.status = fmt::format("failed: non-finite loss at step {}", s);
+      m_res.code = ExitCode::different;
+      return;
     }
-    const bool last = s == plan.total_steps;
+    const bool last = s == m_s.plan.total_steps;
     const bool stopping = opt.stop && opt.stop->load();
-    bool evaluated = false;
-    if (s % cfg.training.eval_every == 0 || last) {
+    const bool evaluated = s % tc.eval_every == 0 || last;
+    if (evaluated) {
       evaluate(s);
-      evaluated = true;
     }
-    if (s % cfg.training.checkpoint_every == 0 || last || stopping) {
-      write_checkpoint(checkpoint_path(run_dir, s), s, manifest.value("config_digest", ""),
-                       checkpoint_tensors(model, optim));
-      prune_checkpoints(run_dir, cfg.training.checkpoint_keep);
+    if (s % tc.checkpoint_every == 0 || last || stopping) {
+      save_state(*m_s.run, s, m_s.digest(), *m_s.model, *m_s.optim, tc.checkpoint_keep);
     }
     if (opt.on_progress) {
-      double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_loop).count();
-      Progress p{s, plan.total_steps, epoch, loss, el, el > 0 ? static_cast<double>(steps_this_process) / el : 0.0,
-                 evaluated && res.has_val, res.val_loss, res.val_accuracy};
-      opt.on_progress(p);
+      const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_loop).count();
+      opt.on_progress({s, m_s.plan.total_steps, epoch, loss, el, el > 0 ? static_cast<double>(m_done) / el : 0.0,
+                       evaluated && m_res.has_val, m_res.val_loss, m_res.val_accuracy});
     }
     if (stopping && !last) {
-      res.status = "interrupted";
-      res.code = ExitCode::interrupted;
-      break;
+      m_res.status = "interrupted";
+      m_res.code = ExitCode::interrupted;
     }
   }
-  } catch (const Error& e) {
-    // An I/O error (disk full, file size limit) stops the run: say so in the summary if that can
-    // still be written; the last complete checkpoint stays as it was.
-    res.status = std::string("failed: ") + e.what();
-    try {
-      write_summary(run_dir, res, plan.total_steps);
-    } catch (const Error&) {
-    }
-    throw;
+
+  Session& m_s;
+  AppendLog &m_steps, &m_evals;
+  BatchGatherer m_batch;
+  std::vector<float> m_xval;
+  std::vector<int32_t> m_yval;
+  StepContext m_ctx;
+  StepRecord m_rec;
+  TrainResult m_res;
+  long m_done = 0; // steps computed by this process
+};
+
+} // namespace
+
+TrainResult run_training(const TrainOptions& opt) {
+  const auto t_start = std::chrono::steady_clock::now();
+  Session s(opt);
+  resolve_config(s);
+  if (s.resuming && !s.forking && opt.overrides.empty() &&
+      s.source->read_summary().value("status", "") == "complete") {
+    TrainResult r;
+    r.status = "complete";
+    r.run_dir = s.source->path();
+    r.steps = s.source->read_summary().value("steps", 0L);
+    s.note("run is already complete: " + r.run_dir);
+    return r;
   }
-  if (res.status == "running") {
-    res.status = "complete";
-  }
-  const auto t_end = std::chrono::steady_clock::now();
-  res.wall_seconds = std::chrono::duration<double>(t_end - t_start).count();
-  double loop_s = std::chrono::duration<double>(t_end - t_loop).count();
-  res.steps_per_second = loop_s > 0 ? static_cast<double>(steps_this_process) / loop_s : 0.0;
-  write_summary(run_dir, res, plan.total_steps);
-  return res;
+  prepare(s);
+  RunLock lock = resume_or_start(s);
+  return Loop(s).run(t_start);
 }
 
 } // namespace reprun

@@ -1,6 +1,6 @@
 // libFuzzer target: the config parser. Any input must give a Config or a reprun::Error.
-#include "reprun/config.hpp"
-#include "reprun/error.hpp"
+#include "reprun/train/config.hpp"
+#include "reprun/core/error.hpp"
 
 #include <cstdint>
 #include <string>

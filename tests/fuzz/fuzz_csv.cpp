@@ -1,6 +1,6 @@
 // libFuzzer target: the CSV reader (header auto-detection, label column last).
-#include "reprun/data.hpp"
-#include "reprun/error.hpp"
+#include "reprun/train/data.hpp"
+#include "reprun/core/error.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,7 +1,7 @@
 // libFuzzer target: the IDX reader. The input is split into an image file and a label file at a
 // position given by its first byte.
-#include "reprun/data.hpp"
-#include "reprun/error.hpp"
+#include "reprun/train/data.hpp"
+#include "reprun/core/error.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
 // libFuzzer target: step-log lines, the quick scanners and the full parser.
-#include "reprun/error.hpp"
-#include "reprun/steplog.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/record/steplog.hpp"
 
 #include <cstdint>
 #include <string_view>

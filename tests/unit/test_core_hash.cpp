@@ -1,4 +1,4 @@
-#include "reprun/hash.hpp"
+#include "reprun/core/hash.hpp"
 
 #include <algorithm>
 #include <doctest/doctest.h>

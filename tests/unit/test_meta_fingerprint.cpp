@@ -1,5 +1,5 @@
-#include "reprun/error.hpp"
-#include "reprun/fingerprint.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/meta/fingerprint.hpp"
 #include "testing.hpp"
 
 #include <doctest/doctest.h>

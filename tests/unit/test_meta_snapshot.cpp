@@ -1,6 +1,6 @@
 // machine_snapshot through a fake World: byte-stable, and secrets never recorded.
-#include "reprun/snapshot.hpp"
-#include "reprun/world.hpp"
+#include "reprun/meta/snapshot.hpp"
+#include "reprun/meta/world.hpp"
 
 #include <doctest/doctest.h>
 

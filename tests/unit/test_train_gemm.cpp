@@ -1,6 +1,6 @@
-#include "reprun/gemm.hpp"
-#include "reprun/rng.hpp"
-#include "reprun/threadpool.hpp"
+#include "reprun/train/gemm.hpp"
+#include "reprun/train/rng.hpp"
+#include "reprun/core/threadpool.hpp"
 
 #include <cmath>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "reprun/mathfn.hpp"
+#include "reprun/train/mathfn.hpp"
 
 #include <cmath>
 #include <doctest/doctest.h>

@@ -1,9 +1,9 @@
 // The MLP against an independent float64 reference written here: the reference's gradients are
 // checked by finite differences, then reprun's float32 gradients and a few SGD steps against it.
-#include "reprun/model.hpp"
-#include "reprun/optimizer.hpp"
-#include "reprun/rng.hpp"
-#include "reprun/threadpool.hpp"
+#include "reprun/train/model.hpp"
+#include "reprun/train/optimizer.hpp"
+#include "reprun/train/rng.hpp"
+#include "reprun/core/threadpool.hpp"
 
 #include <cmath>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "reprun/rng.hpp"
+#include "reprun/train/rng.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
-// Checkpoint files: everything needed to continue a run bit for bit (weights, optimizer state, the
-// step reached). There is no random-generator state to save: every draw is a pure function of
-// (seed, stream, coordinates).
+// Checkpoint files: a container of named float32 tensors with the step reached, bound to a config
+// digest. What the tensors mean (weights, optimizer state) and how a run is restored from them is
+// the trainer's business (train/state.hpp); where the files live is RunDir's (run_dir.hpp).
 //
 // Format reprun.checkpoint/1 (oldest readable: 1):
 //   "REPRUNCK"                                   8 bytes, magic
@@ -18,9 +18,11 @@
 
 namespace reprun {
 
+// One tensor of a checkpoint, in host memory: written from, or read into, `count` floats at `data`.
 struct NamedTensor {
   std::string name;
-  std::vector<float>* data; // read: resized and filled; write: written
+  float* data;
+  size_t count;
 };
 
 // Writes atomically (temp file, fsync, rename).
@@ -38,9 +40,5 @@ long read_checkpoint(const std::string& path, const std::string& config_digest,
 // The same from memory (`path` names it in messages): what the fuzzer drives.
 long read_checkpoint_bytes(const std::string& bytes, const std::string& path, const std::string& config_digest,
                            const std::vector<NamedTensor>& tensors);
-
-// Checkpoint files of a run directory, newest (highest step) first.
-std::vector<std::string> list_checkpoints(const std::string& run_dir);
-std::string checkpoint_path(const std::string& run_dir, long step);
 
 } // namespace reprun

@@ -48,13 +48,28 @@ struct TensorDelta {
   bool has_norm = false;
 };
 
+// Why two step logs part, in the order diff_runs tells them apart.
+enum class DivergenceKind {
+  none,
+  data_order,    // the batch's sample indices differ
+  initial_state, // the step-0 weights differ
+  computation,   // same batch, different numbers
+  ended_early,   // one log stops while the other goes on
+  steps_differ,  // the logs number their steps differently
+};
+// "data order", "initial state", "computation", "run ended early", "steps differ" ("" for none):
+// the names reports and JSON use.
+const char* divergence_kind_name(DivergenceKind k);
+// True for the kinds a replay with trace "full" can localize (the numbers differ).
+bool localizable(DivergenceKind k);
+
 struct Divergence {
   bool found = false;
   long step = 0;
   long line = 0;
   long epoch = -1;
-  // data order | initial state | computation | run ended early | steps differ
-  std::string classification;
+  DivergenceKind kind = DivergenceKind::none;
+  const char* classification() const { return divergence_kind_name(kind); }
   std::string detail;
   std::string first_tensor;  // first differing tensor in model order
   std::string trace_phase;   // forward | backward | update (trace full on both sides)

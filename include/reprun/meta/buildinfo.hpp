@@ -9,7 +9,9 @@
 namespace reprun {
 
 std::string reprun_version();
-nlohmann::ordered_json build_info();
+// `kernels`: the compute kernels chosen at run time, as the trainer names them ({"gemm": ...});
+// the XXH3 implementation is added here.
+nlohmann::ordered_json build_info(const nlohmann::ordered_json& kernels);
 std::string openssl_version(); // defined beside the only OpenSSL include (sha256.cpp)
 
 } // namespace reprun

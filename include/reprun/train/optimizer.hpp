@@ -2,8 +2,8 @@
 // Updates are element-wise, so splitting them across threads cannot change a bit.
 #pragma once
 
-#include "reprun/config.hpp"
-#include "reprun/model.hpp"
+#include "reprun/train/config.hpp"
+#include "reprun/train/model.hpp"
 
 #include <string>
 #include <vector>

@@ -29,6 +29,7 @@ nlohmann::ordered_json git_state(const World& world, const std::string& dir);
 struct SnapshotOptions {
   std::vector<std::string> env_allow; // --env-allow patterns
   std::string code_dir;               // where to look for a git repository; "" = current directory
+  nlohmann::ordered_json kernels;     // the trainer's kernels (train/backend.hpp kernel_facts())
 };
 
 // {"reprun": ..., "host": ..., "gpu": ..., "env": ..., "code": ...}

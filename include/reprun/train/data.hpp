@@ -3,7 +3,7 @@
 // statistics. Loading checks everything and fails with the file and line; it never guesses.
 #pragma once
 
-#include "reprun/config.hpp"
+#include "reprun/train/config.hpp"
 
 #include <cstdint>
 #include <string>

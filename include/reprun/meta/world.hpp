@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace reprun {
@@ -48,5 +49,28 @@ public:
 
 // The real machine.
 const World& real_world();
+
+// `base`, except that the environment is `env` (what a child process of reprun will see).
+class EnvironmentWorld : public World {
+public:
+  EnvironmentWorld(const World& base, std::map<std::string, std::string> env) : m_base(base), m_env(std::move(env)) {}
+  std::map<std::string, std::string> environment() const override { return m_env; }
+  std::optional<std::string> read_system_file(const std::string& p) const override {
+    return m_base.read_system_file(p);
+  }
+  std::map<std::string, std::string> uname() const override { return m_base.uname(); }
+  std::string libc_version() const override { return m_base.libc_version(); }
+  unsigned logical_cores() const override { return m_base.logical_cores(); }
+  std::string now_iso8601() const override { return m_base.now_iso8601(); }
+  std::optional<std::string> run_command(const std::vector<std::string>& argv, const std::string& cwd) const override {
+    return m_base.run_command(argv, cwd);
+  }
+  std::string current_directory() const override { return m_base.current_directory(); }
+  CudaFacts cuda() const override { return m_base.cuda(); }
+
+private:
+  const World& m_base;
+  std::map<std::string, std::string> m_env;
+};
 
 } // namespace reprun

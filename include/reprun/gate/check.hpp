@@ -4,7 +4,7 @@
 // checkpoint with trace "full" to name the phase, layer and tensor where the difference starts.
 #pragma once
 
-#include "reprun/report.hpp"
+#include "reprun/gate/gate.hpp"
 
 #include <functional>
 #include <string>
@@ -24,8 +24,5 @@ struct CheckOptions {
 
 // Runs the check. Throws Error (exit 2) when a run cannot be trained (bad config, crash).
 CheckResult run_check(const CheckOptions& opt);
-
-// "dense_3.weight.grad" -> layer "dense_3", tensor "weight gradient".
-void describe_trace_entry(const std::string& entry, std::string& layer, std::string& tensor);
 
 } // namespace reprun

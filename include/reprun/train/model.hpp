@@ -3,7 +3,8 @@
 // through gemm_acc (one ordered fma chain per element) or an explicit loop in sample order.
 #pragma once
 
-#include "reprun/config.hpp"
+#include "reprun/record/step_record.hpp"
+#include "reprun/train/config.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -34,11 +35,6 @@ struct ParamRef {
   size_t size;
 };
 
-// Per-step trace of activations and gradients (trace level "full"), in dataflow order.
-struct TraceEntry {
-  std::string name;
-  uint64_t xxh3 = 0;
-};
 
 class Mlp {
 public:

@@ -2,7 +2,8 @@
 // The CLI only parses flags and prints; tests call run_training() directly.
 #pragma once
 
-#include "reprun/error.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/train/settings.hpp"
 
 #include <atomic>
 #include <functional>
@@ -27,9 +28,11 @@ struct Progress {
 
 struct TrainOptions {
   std::string config_path;             // the config file; may be empty with resume_dir
-  std::vector<std::string> overrides;  // --set KEY=VALUE
-  std::string out_dir;                 // -o; default runs/<config name>-<time>
-  std::string resume_dir;              // --resume
+  std::vector<std::string> overrides;  // --set KEY=VALUE (with resume_dir: execution settings only)
+  std::string out_dir;                 // -o; default runs/<config name>-<time>. With resume_dir: a
+                                       // new run that starts as a copy of it (a fork)
+  std::string resume_dir;              // --resume: continue this run (or, with out_dir, fork it)
+  long from_step = -1;                 // --from-step: fork from this checkpoint (-1: the newest)
   int threads = 0;                     // --threads; 0: keep the config's
   std::vector<std::string> command_line;
   long kill_after_step = 0;            // testing aid: SIGKILL ourselves after logging this step
@@ -53,10 +56,8 @@ struct TrainResult {
   double steps_per_second = 0.0;
 };
 
+// A run, top to bottom: prepare (config, data, model), resume-or-start (run directory, state),
+// the step loop, finish (summary). Throws Error (exit 2) on bad input before anything is written.
 TrainResult run_training(const TrainOptions& opt);
-
-// Digest of the resolved config without the keys that cannot change a result (thread count, trace
-// level, checkpoint and evaluation intervals): checkpoints are bound to it.
-std::string result_config_digest(const std::string& resolved_config_json);
 
 } // namespace reprun

@@ -1,11 +1,10 @@
-// Checkpoint writer and verifying reader; format described in include/reprun/checkpoint.hpp.
-#include "reprun/checkpoint.hpp"
+// Checkpoint writer and verifying reader; format described in include/reprun/record/checkpoint_file.hpp.
+#include "reprun/record/checkpoint_file.hpp"
 
-#include "reprun/atomic_file.hpp"
-#include "reprun/error.hpp"
-#include "reprun/hash.hpp"
+#include "reprun/core/atomic_file.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/core/hash.hpp"
 
-#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
@@ -75,19 +74,15 @@ Parsed parse_header(const std::string& path, const std::string& bytes) {
 }
 } // namespace
 
-std::string checkpoint_path(const std::string& run_dir, long step) {
-  return (fs::path(run_dir) / "checkpoints" / fmt::format("step-{:09d}.ckpt", step)).string();
-}
-
 void write_checkpoint(const std::string& path, long step, const std::string& config_digest,
                       const std::vector<NamedTensor>& tensors) {
   Sha256 h;
   size_t bytes = 0;
   ojson list = ojson::array();
   for (const auto& t : tensors) {
-    h.update(t.data->data(), t.data->size() * sizeof(float));
-    bytes += t.data->size() * sizeof(float);
-    list.push_back({{"name", t.name}, {"count", t.data->size()}});
+    h.update(t.data, t.count * sizeof(float));
+    bytes += t.count * sizeof(float);
+    list.push_back({{"name", t.name}, {"count", t.count}});
   }
   ojson header;
   header["format"] = fmt::format("reprun.checkpoint/{}", k_version);
@@ -101,7 +96,7 @@ void write_checkpoint(const std::string& path, long step, const std::string& con
   f.write(std::string_view(k_magic, 8));
   f.write(header.dump() + "\n");
   for (const auto& t : tensors) {
-    f.write(std::string_view(reinterpret_cast<const char*>(t.data->data()), t.data->size() * sizeof(float)));
+    f.write(std::string_view(reinterpret_cast<const char*>(t.data), t.count * sizeof(float)));
   }
   f.commit();
 }
@@ -142,34 +137,17 @@ long read_checkpoint_bytes(const std::string& bytes, const std::string& path, co
   for (size_t i = 0; i < tensors.size(); ++i) {
     const ojson& e = list[i];
     if (!e.is_object() || e.value("name", "") != tensors[i].name || !e.contains("count") ||
-        !e["count"].is_number_unsigned() || e["count"].get<size_t>() != tensors[i].data->size()) {
+        !e["count"].is_number_unsigned() || e["count"].get<size_t>() != tensors[i].count) {
       throw Error(path, fmt::format("tensor {} does not match the model's '{}'", i, tensors[i].name));
     }
-    size_t n = tensors[i].data->size() * sizeof(float);
+    size_t n = tensors[i].count * sizeof(float);
     if (off + n > bytes.size() || off + n < off) {
       throw Error(path, "truncated payload");
     }
-    std::memcpy(tensors[i].data->data(), bytes.data() + off, n);
+    std::memcpy(tensors[i].data, bytes.data() + off, n);
     off += n;
   }
   return h["step"].get<long>();
-}
-
-std::vector<std::string> list_checkpoints(const std::string& run_dir) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  fs::path dir = fs::path(run_dir) / "checkpoints";
-  if (!fs::is_directory(dir, ec)) {
-    return out;
-  }
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string name = e.path().filename().string();
-    if (name.rfind("step-", 0) == 0 && e.path().extension() == ".ckpt" && !e.is_symlink()) {
-      out.push_back(e.path().string());
-    }
-  }
-  std::sort(out.rbegin(), out.rend());
-  return out;
 }
 
 } // namespace reprun

@@ -4,13 +4,15 @@
 // metadata as built-in runs, and diffs runs 2..N against run 1 exactly as `reprun diff` does.
 #pragma once
 
-#include "reprun/report.hpp"
+#include "reprun/gate/gate.hpp"
 
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace reprun {
+
+class World;
 
 struct ExecOptions {
   std::vector<std::string> argv;        // PROGRAM ARGS...
@@ -23,6 +25,7 @@ struct ExecOptions {
   std::string loss_regex;               // --loss-regex
   std::vector<std::string> env_allow;   // --env-allow
   bool quiet = false;                   // do not show the program's output
+  const World* world = nullptr;         // the outside world; nullptr = the real machine
   std::function<void(const std::string&)> on_note;
 };
 

@@ -1,0 +1,56 @@
+// The core that `check` and `exec` share: run N variants of one experiment, each in its own run
+// directory (WORK_DIR/run-1 ... run-N), diff runs 2..N against run 1, localize what can be
+// localized, and give one verdict. check trains with the built-in trainer and localizes by replay
+// (check.hpp); exec runs an external program (exec.hpp). The reports render a CheckResult.
+#pragma once
+
+#include "reprun/audit/diff.hpp"
+#include "reprun/audit/localize.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace reprun {
+
+struct CheckRun {
+  int index = 0;
+  std::string dir;
+  std::string variation; // "threads=2; killed after step 20 and resumed"
+  int exit_code = 0;
+  std::string status;
+};
+
+struct CheckPair {
+  int run = 0; // compared against run 1
+  DiffResult diff;
+  std::optional<Localization> localization;
+};
+
+struct CheckResult {
+  std::string kind = "check"; // "check" or "exec"
+  bool identical = false;
+  std::string verdict;
+  std::string config;   // check: the config file; exec: the program's command line
+  std::string work_dir;
+  std::vector<std::string> vary; // as given
+  std::vector<CheckRun> runs;
+  std::vector<CheckPair> pairs;
+};
+
+// How many runs: `requested`, or (0) 2 or as many as the longest --vary list needs. Throws Error
+// unless 2..64.
+int count_runs(int requested, size_t longest_vary);
+
+// Creates `work_dir` and returns the paths of its run-1..run-N, none of which may exist yet.
+std::vector<std::string> plan_run_dirs(const std::string& work_dir, int runs, const char* command);
+
+// Diffs runs 2..N against run 1; `after_diff` (may be empty) adds notes or a localization to a
+// pair. Sets res.pairs, res.identical and res.verdict: "PASS: <pass>" or "FAIL: k of N-1 runs
+// differ from run-1; run-i: <where>" (the localization's sentence when found, else the diff's
+// verdict).
+void compare_runs(CheckResult& res, const DiffOptions& dopt, const std::function<void(CheckPair&)>& after_diff,
+                  const std::string& pass);
+
+} // namespace reprun

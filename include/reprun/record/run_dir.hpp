@@ -1,0 +1,156 @@
+// The run directory, format "reprun.run/1" (docs/run-format.md). RunDir is the one owner of its
+// files: nothing outside src/record/ builds a path from their names.
+//   manifest.json   everything that can change a result; the layers above assemble its content,
+//                   RunDir writes it (atomically) and reads it back (format checked)
+//   steps.jsonl     one line per optimizer step (step_record.hpp), appended as the run goes
+//   evals.jsonl     validation metrics
+//   summary.json    status, final metrics and the logs' integrity facts; rewritten atomically
+//   checkpoints/    step-NNNNNNNNN.ckpt (checkpoint_file.hpp)
+//   .lock           held (flock) by the one process writing the run
+//   stdout.txt, stderr.txt, artifacts/    what a program run by `reprun exec` left
+// Lines of the logs are written with one write() each, so a crash leaves at most one partial last
+// line, which readers ignore. Files of a run directory are used only when they are not symbolic
+// links: reprun never follows a run directory's contents outside it.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace reprun {
+
+class Xxh3Stream;
+
+inline constexpr const char* k_run_format = "reprun.run/1";
+inline constexpr int k_run_format_version = 1;
+
+enum class RunFile { manifest, steps, evals, summary, lock, stdout_log, stderr_log };
+
+// Integrity facts of a log: its complete records and the XXH3-64 of their bytes ("xxh3:<hex>",
+// each line with its '\n'; a partial last line is not a record). Recorded in summary.json at the
+// end of every process that wrote the run, so a damaged log can be told from a short run.
+struct LogFacts {
+  long records = 0;
+  std::string xxh3;
+  bool operator==(const LogFacts&) const = default;
+};
+
+// summary.json. Written by RunDir::write_summary only; keys appear in this order, the optional
+// ones only when set.
+struct RunSummary {
+  std::string status;            // running | complete | interrupted | failed: <reason>
+  std::optional<int> exit_code;  // exec: the program's exit status
+  long steps = 0;                // step records done (train: the last step reached)
+  std::optional<long> total_steps;
+  std::optional<double> train_loss; // loss of the last step; null when none is known
+  // train: the last evaluation; both null without a validation split
+  bool has_eval_fields = false;
+  std::optional<double> val_loss, val_accuracy;
+  double wall_seconds = 0.0;
+  std::optional<double> steps_per_second;
+  std::optional<LogFacts> steps_log, evals_log;
+};
+
+// An append-only log with its integrity facts kept current: one write() per line.
+class AppendLog {
+public:
+  // Opens (creating) `path`; the facts start from the complete lines already there.
+  explicit AppendLog(const std::string& path);
+  ~AppendLog();
+  AppendLog(AppendLog&&) noexcept;
+  AppendLog& operator=(AppendLog&&) = delete;
+  AppendLog(const AppendLog&) = delete;
+  void append(const std::string& line); // one or more complete lines
+  LogFacts facts() const;
+
+private:
+  std::string m_path;
+  int m_fd = -1;
+  long m_records = 0;
+  std::unique_ptr<Xxh3Stream> m_digest;
+};
+
+// Exclusive lock on a run directory, held until destroyed. Throws Error when another process
+// holds it.
+class RunLock {
+public:
+  RunLock(RunLock&& other) noexcept : m_fd(other.m_fd) { other.m_fd = -1; }
+  RunLock& operator=(RunLock&&) = delete;
+  RunLock(const RunLock&) = delete;
+  ~RunLock();
+
+private:
+  friend class RunDir;
+  explicit RunLock(int fd) : m_fd(fd) {}
+  int m_fd = -1;
+};
+
+struct CheckpointFile {
+  long step = 0;
+  std::string path;
+};
+
+class RunDir {
+public:
+  // A new run directory at `path` (created with its checkpoints/ folder). Throws Error when it
+  // already holds a run, or cannot be created.
+  static RunDir create(const std::string& path);
+  // An existing run directory. Throws Error naming `path` when it holds no manifest.
+  static RunDir open(const std::string& path);
+  // True when `path` is a directory holding a manifest.
+  static bool holds_run(const std::string& path);
+  // The file name of `f` ("steps.jsonl"), for messages.
+  static const char* name(RunFile f);
+
+  const std::string& path() const { return m_path; }
+  // Path of one of the run's files (not created here).
+  std::string file(RunFile f) const;
+  // The same, checked: exists, and is not a symbolic link. Throws Error naming the file.
+  std::string existing_file(RunFile f) const;
+
+  RunLock lock() const;
+
+  void write_manifest(const nlohmann::ordered_json& manifest) const;
+  // Reads and checks the manifest (JSON, format version); throws Error naming the file.
+  nlohmann::ordered_json read_manifest() const;
+  void write_summary(const RunSummary& s) const;
+  // summary.json as written, or {"status": "unknown (no summary.json)"} when absent.
+  nlohmann::ordered_json read_summary() const;
+
+  AppendLog append(RunFile log) const; // steps or evals
+  // Facts of a log as it is on disk now (a missing log has none: 0 records).
+  LogFacts log_facts(RunFile log) const;
+  // Back to the state right after checkpoint `step`: the logs keep their lines up to that step
+  // (step 0, the start: steps.jsonl keeps nothing, as the step-0 line is written again).
+  void truncate_logs_to(long step) const;
+
+  // Checkpoint files, newest (highest step) first; symbolic links and other names are left out.
+  std::vector<CheckpointFile> checkpoints() const;
+  std::string checkpoint_path(long step) const;
+  // Removes all but the newest `keep` checkpoints.
+  void prune_checkpoints(long keep) const;
+
+  // The state of `src` right after its checkpoint `step`, as the start of this (new) run: the
+  // checkpoint file (step > 0) and the log lines up to it. Throws Error when `src` has no such
+  // checkpoint.
+  void copy_start_from(const RunDir& src, long step) const;
+
+  // exec: where the copy of an artifact named `file_name` goes (artifacts/ is created).
+  std::string artifact_path(const std::string& file_name) const;
+
+private:
+  explicit RunDir(std::string path) : m_path(std::move(path)) {}
+  std::string m_path;
+};
+
+// Throws Error when `path` is a symbolic link (reprun never follows one inside a run directory).
+void refuse_link(const std::string& path);
+
+// Keeps the leading complete lines whose "step" is <= max_step (a partial last line goes too);
+// rewritten atomically. A log that does not exist is left alone.
+void truncate_log_to_step(const std::string& path, long max_step);
+
+} // namespace reprun

@@ -1,0 +1,32 @@
+// Execution settings: the keys of the resolved config that, by the determinism guarantees
+// (docs/determinism.md), cannot change a single bit of a run's steps. Declared once here and read
+// by everything that must agree on them: the result digest that binds checkpoints and resumes
+// (result_config_digest), the settings a resumed or forked run may change (--set with --resume),
+// and the metadata diff, which shows them as "not counted" and never fails on them.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace reprun {
+
+struct ExecutionSetting {
+  const char* key; // dotted key in the resolved config: "determinism.threads"
+  const char* why; // why it cannot change a result
+};
+
+// In config order. The CUDA, MPI and search issues add device, ranks and evaluation batch size.
+const std::vector<ExecutionSetting>& execution_settings();
+
+// True when `dotted_key` ("training.accumulation") is an execution setting, or lies inside one.
+bool is_execution_setting(std::string_view dotted_key);
+
+// Manifest keys derived only from execution settings (the planned run length): "plan.total_steps".
+const std::vector<std::string>& derived_execution_keys();
+
+// Digest of the resolved config without the execution settings: checkpoints are bound to it, and
+// a run may be resumed or forked only under a config with the same digest.
+std::string result_config_digest(const std::string& resolved_config_json);
+
+} // namespace reprun

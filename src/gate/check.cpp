@@ -1,0 +1,307 @@
+// run_check: plan the runs from --vary, train each in a child process, diff against run 1, and
+// localize a divergence by replaying from a checkpoint with trace "full".
+#include "reprun/gate/check.hpp"
+
+#include "reprun/audit/diff.hpp"
+#include "reprun/audit/localize.hpp"
+#include "reprun/core/atomic_file.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/core/process.hpp"
+#include "reprun/record/run_dir.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <unistd.h>
+
+namespace reprun {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+struct Dim {
+  std::string name;
+  std::vector<long> values;
+};
+
+std::vector<Dim> parse_vary(const std::vector<std::string>& vary) {
+  std::vector<Dim> dims;
+  for (const auto& v : vary) {
+    auto eq = v.find('=');
+    std::string name = v.substr(0, eq);
+    if (eq == std::string::npos || eq + 1 >= v.size()) {
+      throw Error("--vary " + v, "expected DIM=V1,V2,... (threads, accumulation or resume)");
+    }
+    if (name != "threads" && name != "accumulation" && name != "resume") {
+      throw Error("--vary " + v, "unknown dimension '" + name + "'; expected threads, accumulation or resume" +
+                                     did_you_mean(name, {"threads", "accumulation", "resume"}));
+    }
+    Dim d{name, {}};
+    size_t start = eq + 1;
+    while (start <= v.size()) {
+      size_t comma = v.find(',', start);
+      std::string tok = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      char* end = nullptr;
+      errno = 0;
+      long x = std::strtol(tok.c_str(), &end, 10);
+      if (tok.empty() || *end != '\0' || errno != 0 || x < 1 || x > 1'000'000'000) {
+        throw Error("--vary " + v, "'" + tok + "' is not a positive integer");
+      }
+      d.values.push_back(x);
+      if (comma == std::string::npos) {
+        break;
+      }
+      start = comma + 1;
+    }
+    for (const auto& other : dims) {
+      if (other.name == d.name) {
+        throw Error("--vary " + v, "dimension '" + d.name + "' given twice");
+      }
+    }
+    dims.push_back(d);
+  }
+  return dims;
+}
+
+struct ChildResult {
+  int exit_code = 0;
+  bool killed = false;
+};
+
+// Runs reprun itself with `args`, both output streams appended to `log`.
+ChildResult run_child(const std::string& exe, const std::vector<std::string>& args, const std::string& log) {
+  ProcessSpec spec;
+  spec.argv.push_back(exe);
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.stdout_path = log;
+  spec.stderr_path = log;
+  spec.append = true; // a resumed run adds to the log of its first process
+  ProcessResult r = run_process(spec);
+  return {r.exit_code, r.signal != 0};
+}
+
+std::string last_line(const std::string& path) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const Error&) {
+    return "";
+  }
+  while (!text.empty() && text.back() == '\n') {
+    text.pop_back();
+  }
+  auto nl = text.rfind('\n');
+  return nl == std::string::npos ? text : text.substr(nl + 1);
+}
+
+long value_for(const Dim* d, int run) {
+  if (!d) {
+    return 0;
+  }
+  return d->values[static_cast<size_t>(run - 1) % d->values.size()];
+}
+
+// Steps of the checkpoints a run directory holds.
+std::vector<long> checkpoint_steps(const std::string& dir) {
+  std::vector<long> steps;
+  for (const auto& c : RunDir::open(dir).checkpoints()) {
+    steps.push_back(c.step);
+  }
+  return steps;
+}
+
+// The newest checkpoint both runs hold before `step` (0: the start).
+long common_checkpoint_before(const std::string& a, const std::string& b, long step) {
+  auto ca = checkpoint_steps(a);
+  auto cb = checkpoint_steps(b);
+  long from = 0;
+  for (long s : ca) {
+    if (s < step && std::find(cb.begin(), cb.end(), s) != cb.end()) {
+      from = std::max(from, s);
+    }
+  }
+  return from;
+}
+
+// What the runs of one check share: the binary, the config, the varied dimensions.
+struct CheckPlan {
+  std::string exe;
+  std::string config;
+  const Dim* threads = nullptr;
+  const Dim* accumulation = nullptr;
+  const Dim* resume = nullptr;
+  std::vector<std::string> sets;
+
+  std::vector<std::string> thread_args(int run) const {
+    if (!threads) {
+      return {};
+    }
+    return {"--threads", std::to_string(value_for(threads, run))};
+  }
+};
+
+void fail_if_broken(const ChildResult& c, const std::string& who, const std::string& log, const char* what) {
+  if (c.exit_code == 2 || c.exit_code == 127 || c.killed) {
+    std::string why = last_line(log);
+    throw Error(who, fmt::format("{} failed (exit {}): {} (log: {})", what, c.exit_code, why.empty() ? "no output" : why,
+                                 log));
+  }
+}
+
+// Trains run `i` (and, when it is to be killed, resumes it).
+CheckRun train_run(const CheckPlan& plan, int i, const std::string& dir,
+                   const std::function<void(const std::string&)>& note) {
+  CheckRun run;
+  run.index = i;
+  run.dir = dir;
+  std::vector<std::string> args = {"train", plan.config, "-o", run.dir, "--quiet"};
+  std::vector<std::string> parts;
+  const auto targs = plan.thread_args(i);
+  args.insert(args.end(), targs.begin(), targs.end());
+  if (plan.threads) {
+    parts.push_back(fmt::format("threads={}", value_for(plan.threads, i)));
+  }
+  if (plan.accumulation) {
+    args.push_back("--set");
+    args.push_back(fmt::format("training.accumulation={}", value_for(plan.accumulation, i)));
+    parts.push_back(fmt::format("accumulation={}", value_for(plan.accumulation, i)));
+  }
+  for (const auto& s : plan.sets) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  long kill_at = 0;
+  if (plan.resume && i >= 2 && static_cast<size_t>(i - 2) < plan.resume->values.size()) {
+    kill_at = plan.resume->values[static_cast<size_t>(i - 2)];
+    args.push_back("--kill-after-step");
+    args.push_back(std::to_string(kill_at));
+    parts.push_back(fmt::format("killed after step {} and resumed", kill_at));
+  }
+  for (const auto& p : parts) {
+    run.variation += (run.variation.empty() ? "" : "; ") + p;
+  }
+  const std::string log = run.dir + ".log";
+  note(fmt::format("run-{}: training{}", i, run.variation.empty() ? "" : " (" + run.variation + ")"));
+  ChildResult c = run_child(plan.exe, args, log);
+  if (kill_at > 0) {
+    if (!c.killed) {
+      note(fmt::format("run-{}: finished before step {}, so it was not killed", i, kill_at));
+      run.variation += " (run ended before that step: not killed)";
+    } else {
+      std::vector<std::string> rargs = {"train", "--resume", run.dir, "--quiet"};
+      rargs.insert(rargs.end(), targs.begin(), targs.end());
+      c = run_child(plan.exe, rargs, log);
+    }
+  }
+  run.exit_code = c.exit_code;
+  fail_if_broken(c, fmt::format("run-{}", i), log, "training");
+  try {
+    run.status = RunDir::open(run.dir).read_summary().value("status", "unknown");
+  } catch (const Error& e) {
+    run.status = std::string("unreadable: ") + e.what();
+  }
+  return run;
+}
+
+// Forks `run` at checkpoint `from` into `replay` and trains the fork to `until` with trace full.
+void replay_run(const CheckPlan& plan, const CheckRun& run, const std::string& replay, long from, long until) {
+  std::vector<std::string> args = {"train",       "--resume", run.dir,
+                                   "-o",          replay,     "--from-step",
+                                   std::to_string(from),      "--quiet",
+                                   "--set",       "determinism.trace=full",
+                                   "--set",       "training.epochs=null",
+                                   "--set",       fmt::format("training.steps={}", until)};
+  const auto targs = plan.thread_args(run.index);
+  args.insert(args.end(), targs.begin(), targs.end());
+  const std::string log = replay + ".log";
+  ChildResult c = run_child(plan.exe, args, log);
+  if (c.exit_code != 0 && c.exit_code != 1) {
+    throw Error(replay, fmt::format("replay failed (exit {}): {}", c.exit_code, last_line(log)));
+  }
+}
+
+// Replays runs 1 and i from their newest common checkpoint before the divergence, with trace
+// "full", to name the phase, layer and tensor where they part.
+Localization localize_pair(const CheckPlan& plan, const CheckResult& res, const CheckRun& other, const CheckPair& pair,
+                           const DiffOptions& dopt) {
+  const Divergence& d = pair.diff.divergence;
+  const CheckRun& first = res.runs[0];
+  const long from = common_checkpoint_before(first.dir, other.dir, d.step);
+  // Replay past the original divergence: a non-deterministic cause may not recur at exactly that
+  // step. It may not recur at all in one replay, so try up to three times.
+  const long until = std::max(1L, std::min(pair.diff.a.last_step, d.step + 100));
+  DiffResult rd;
+  int attempts = 0;
+  for (attempts = 1; attempts <= 3; ++attempts) {
+    std::string base = (fs::path(res.work_dir) / fmt::format("replay-1-vs-{}", other.index)).string() +
+                       (attempts > 1 ? fmt::format("-try{}", attempts) : "");
+    const std::string ra = base + "/a", rb = base + "/b";
+    std::error_code ec;
+    fs::create_directories(base, ec); // the replays' logs go beside them
+    replay_run(plan, first, ra, from, until);
+    replay_run(plan, other, rb, from, until);
+    rd = diff_runs(RunDir::open(ra).existing_file(RunFile::steps), RunDir::open(rb).existing_file(RunFile::steps),
+                   dopt);
+    if (rd.divergence.found) {
+      break;
+    }
+  }
+  return localize(d, rd, from, std::min(attempts, 3));
+}
+
+} // namespace
+
+CheckResult run_check(const CheckOptions& opt) {
+  auto note = [&](const std::string& s) {
+    if (opt.on_note) {
+      opt.on_note(s);
+    }
+  };
+  std::vector<Dim> dims = parse_vary(opt.vary);
+  CheckPlan plan;
+  size_t longest = 0;
+  for (const auto& d : dims) {
+    (d.name == "threads" ? plan.threads : d.name == "accumulation" ? plan.accumulation : plan.resume) = &d;
+    longest = std::max(longest, d.values.size() + (d.name == "resume" ? 1 : 0));
+  }
+  const int runs = count_runs(opt.runs, longest);
+  std::error_code ec;
+  if (!fs::exists(opt.config, ec)) {
+    throw Error(opt.config, "no such file");
+  }
+  plan.exe = opt.self_exe.empty() ? fs::read_symlink("/proc/self/exe").string() : opt.self_exe;
+  plan.config = fs::absolute(opt.config).string();
+  plan.sets = opt.sets;
+
+  CheckResult res;
+  res.config = opt.config;
+  res.vary = opt.vary;
+  res.work_dir = opt.work_dir;
+  const auto dirs = plan_run_dirs(res.work_dir, runs, "check");
+  for (int i = 1; i <= runs; ++i) {
+    res.runs.push_back(train_run(plan, i, dirs[static_cast<size_t>(i - 1)], note));
+  }
+  DiffOptions dopt;
+  if (plan.accumulation) {
+    dopt.varied.push_back("config.training.accumulation");
+  }
+  compare_runs(
+      res, dopt,
+      [&](CheckPair& pair) {
+        const Divergence& d = pair.diff.divergence;
+        if (d.found && localizable(d.kind)) {
+          note(fmt::format("run-{} differs from run-1 at step {}: replaying with trace full to localize", pair.run,
+                           d.step));
+          pair.localization = localize_pair(plan, res, res.runs[static_cast<size_t>(pair.run - 1)], pair, dopt);
+        }
+      },
+      fmt::format("{} runs bitwise identical", runs));
+  return res;
+}
+
+} // namespace reprun

@@ -1,0 +1,390 @@
+// RunDir: the one owner of a run directory's files. Format: include/reprun/record/run_dir.hpp and
+// docs/run-format.md.
+#include "reprun/record/run_dir.hpp"
+
+#include "reprun/core/atomic_file.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/core/hash.hpp"
+#include "reprun/record/steplog.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sys/file.h>
+#include <unistd.h>
+
+namespace reprun {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+constexpr const char* k_checkpoint_dir = "checkpoints";
+constexpr const char* k_artifact_dir = "artifacts";
+
+std::string join(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
+
+bool exists_no_follow(const std::string& path) {
+  std::error_code ec;
+  return fs::exists(fs::symlink_status(path, ec));
+}
+
+// Facts of the complete lines of `text` (a partial last line is not a record).
+LogFacts facts_of(std::string_view text, Xxh3Stream& digest) {
+  size_t end = text.rfind('\n');
+  size_t complete = end == std::string_view::npos ? 0 : end + 1;
+  LogFacts f;
+  f.records = static_cast<long>(std::count(text.begin(), text.begin() + static_cast<long>(complete), '\n'));
+  digest.update(text.data(), complete);
+  f.xxh3 = "xxh3:" + hex64(digest.digest());
+  return f;
+}
+
+ojson number_or_name(double v) {
+  if (std::isfinite(v)) {
+    return v;
+  }
+  return std::isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity");
+}
+
+ojson optional_number(const std::optional<double>& v) { return v ? number_or_name(*v) : ojson(nullptr); }
+
+ojson facts_json(const LogFacts& f) { return {{"records", f.records}, {"xxh3", f.xxh3}}; }
+
+// The step of a checkpoint file name "step-NNNNNNNNN.ckpt", or -1.
+long checkpoint_name_step(const std::string& name) {
+  constexpr std::string_view prefix = "step-", suffix = ".ckpt";
+  if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return -1;
+  }
+  std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  if (digits.empty() || digits.size() > 15 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) {
+    return -1;
+  }
+  return std::strtol(digits.c_str(), nullptr, 10);
+}
+
+ojson read_json_object(const std::string& path, const char* what) {
+  try {
+    ojson j = ojson::parse(read_file(path));
+    if (!j.is_object()) {
+      throw Error(path, fmt::format("{} is not a JSON object", what));
+    }
+    return j;
+  } catch (const ojson::parse_error& e) {
+    throw Error(path, fmt::format("corrupt {} (invalid JSON at byte {})", what, e.byte));
+  }
+}
+
+} // namespace
+
+// ---- AppendLog ----------------------------------------------------------------------------------
+
+AppendLog::AppendLog(const std::string& path) : m_path(path), m_digest(std::make_unique<Xxh3Stream>()) {
+  refuse_link(path);
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    LogFacts f = facts_of(read_file(path), *m_digest);
+    m_records = f.records;
+  }
+  // O_NOFOLLOW: a symlink planted in a run directory never redirects a write outside it.
+  m_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0666);
+  if (m_fd < 0) {
+    throw Error(path, std::string("cannot open for writing: ") + std::strerror(errno));
+  }
+}
+
+AppendLog::AppendLog(AppendLog&& o) noexcept
+    : m_path(std::move(o.m_path)), m_fd(o.m_fd), m_records(o.m_records), m_digest(std::move(o.m_digest)) {
+  o.m_fd = -1;
+}
+
+AppendLog::~AppendLog() {
+  if (m_fd >= 0) {
+    ::close(m_fd);
+  }
+}
+
+void AppendLog::append(const std::string& line) {
+  write_all(m_fd, line, m_path);
+  m_digest->update(line.data(), line.size());
+  m_records += static_cast<long>(std::count(line.begin(), line.end(), '\n'));
+}
+
+LogFacts AppendLog::facts() const { return {m_records, "xxh3:" + hex64(m_digest->digest())}; }
+
+// ---- RunLock ------------------------------------------------------------------------------------
+
+RunLock::~RunLock() {
+  if (m_fd >= 0) {
+    ::close(m_fd);
+  }
+}
+
+// ---- RunDir -------------------------------------------------------------------------------------
+
+const char* RunDir::name(RunFile f) {
+  switch (f) {
+  case RunFile::manifest:
+    return "manifest.json";
+  case RunFile::steps:
+    return "steps.jsonl";
+  case RunFile::evals:
+    return "evals.jsonl";
+  case RunFile::summary:
+    return "summary.json";
+  case RunFile::lock:
+    return ".lock";
+  case RunFile::stdout_log:
+    return "stdout.txt";
+  case RunFile::stderr_log:
+    return "stderr.txt";
+  }
+  return "?";
+}
+
+bool RunDir::holds_run(const std::string& path) { return exists_no_follow(join(path, name(RunFile::manifest))); }
+
+RunDir RunDir::create(const std::string& path) {
+  if (holds_run(path)) {
+    throw Error(path, "already holds a run; continue it with --resume or choose another -o");
+  }
+  std::error_code ec;
+  fs::create_directories(fs::path(path) / k_checkpoint_dir, ec);
+  if (ec) {
+    throw Error(path, "cannot create run directory: " + ec.message());
+  }
+  return RunDir(path);
+}
+
+RunDir RunDir::open(const std::string& path) {
+  std::string manifest = join(path, name(RunFile::manifest));
+  refuse_link(manifest);
+  if (!exists_no_follow(manifest)) {
+    throw Error(path, fmt::format("not a run directory (no {})", name(RunFile::manifest)));
+  }
+  return RunDir(path);
+}
+
+std::string RunDir::file(RunFile f) const { return join(m_path, name(f)); }
+
+std::string RunDir::existing_file(RunFile f) const {
+  std::string p = file(f);
+  refuse_link(p);
+  if (!exists_no_follow(p)) {
+    throw Error(m_path, fmt::format("run directory has no {}", name(f)));
+  }
+  return p;
+}
+
+RunLock RunDir::lock() const {
+  std::string path = file(RunFile::lock);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+  if (fd < 0) {
+    throw Error(path, std::string("cannot create lock file: ") + std::strerror(errno));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    throw Error(m_path, "another reprun process is writing this run directory (locked)");
+  }
+  return RunLock(fd);
+}
+
+void RunDir::write_manifest(const ojson& manifest) const {
+  std::string path = file(RunFile::manifest);
+  refuse_link(path);
+  write_file_atomic(path, manifest.dump(2) + "\n");
+}
+
+ojson RunDir::read_manifest() const {
+  std::string path = file(RunFile::manifest);
+  refuse_link(path);
+  if (!exists_no_follow(path)) {
+    throw Error(m_path, fmt::format("not a run directory (no {})", name(RunFile::manifest)));
+  }
+  ojson m;
+  try {
+    m = ojson::parse(read_file(path));
+  } catch (const ojson::parse_error& e) {
+    throw Error(path, fmt::format("corrupt manifest (invalid JSON at byte {})", e.byte));
+  }
+  if (!m.is_object() || !m.contains("format") || !m["format"].is_string()) {
+    throw Error(path, "manifest has no \"format\" field");
+  }
+  std::string f = m["format"].get<std::string>();
+  if (f.rfind("reprun.run/", 0) != 0) {
+    throw Error(path, fmt::format("unknown format '{}' (expected {})", f, k_run_format));
+  }
+  int v = std::atoi(f.c_str() + 11);
+  if (v > k_run_format_version) {
+    throw Error(path, fmt::format("format {} is newer than this reprun reads ({}); upgrade reprun", f, k_run_format));
+  }
+  if (v < 1) {
+    throw Error(path, "unknown format '" + f + "'");
+  }
+  return m;
+}
+
+void RunDir::write_summary(const RunSummary& s) const {
+  ojson j;
+  j["format"] = k_run_format;
+  j["status"] = s.status;
+  if (s.exit_code) {
+    j["exit_code"] = *s.exit_code;
+  }
+  j["steps"] = s.steps;
+  if (s.total_steps) {
+    j["total_steps"] = *s.total_steps;
+  }
+  if (s.train_loss || s.has_eval_fields) {
+    j["train_loss"] = optional_number(s.train_loss);
+  }
+  if (s.has_eval_fields) {
+    j["val_loss"] = optional_number(s.val_loss);
+    j["val_accuracy"] = optional_number(s.val_accuracy);
+  }
+  j["wall_seconds"] = s.wall_seconds;
+  if (s.steps_per_second) {
+    j["steps_per_second"] = *s.steps_per_second;
+  }
+  if (s.steps_log) {
+    j["steps_log"] = facts_json(*s.steps_log);
+  }
+  if (s.evals_log) {
+    j["evals_log"] = facts_json(*s.evals_log);
+  }
+  std::string path = file(RunFile::summary);
+  refuse_link(path);
+  write_file_atomic(path, j.dump(2) + "\n");
+}
+
+ojson RunDir::read_summary() const {
+  std::string path = file(RunFile::summary);
+  refuse_link(path);
+  if (!exists_no_follow(path)) {
+    return ojson{{"status", fmt::format("unknown (no {})", name(RunFile::summary))}};
+  }
+  return read_json_object(path, "summary");
+}
+
+AppendLog RunDir::append(RunFile log) const { return AppendLog(file(log)); }
+
+LogFacts RunDir::log_facts(RunFile log) const {
+  std::string path = file(log);
+  refuse_link(path);
+  Xxh3Stream digest;
+  if (!exists_no_follow(path)) {
+    return facts_of({}, digest);
+  }
+  return facts_of(read_file(path), digest);
+}
+
+void RunDir::truncate_logs_to(long step) const {
+  // From the start (step 0) the step-0 line is written again, so it goes too.
+  truncate_log_to_step(file(RunFile::steps), step == 0 ? -1 : step);
+  truncate_log_to_step(file(RunFile::evals), step);
+}
+
+std::vector<CheckpointFile> RunDir::checkpoints() const {
+  std::vector<CheckpointFile> out;
+  std::error_code ec;
+  fs::path dir = fs::path(m_path) / k_checkpoint_dir;
+  if (fs::is_symlink(fs::symlink_status(dir, ec)) || !fs::is_directory(dir, ec)) {
+    return out;
+  }
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    long step = checkpoint_name_step(e.path().filename().string());
+    if (step >= 0 && !e.is_symlink()) {
+      out.push_back({step, e.path().string()});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const CheckpointFile& a, const CheckpointFile& b) { return a.step > b.step; });
+  return out;
+}
+
+std::string RunDir::checkpoint_path(long step) const {
+  return (fs::path(m_path) / k_checkpoint_dir / fmt::format("step-{:09d}.ckpt", step)).string();
+}
+
+void RunDir::prune_checkpoints(long keep) const {
+  auto list = checkpoints();
+  for (size_t i = static_cast<size_t>(std::max(keep, 0L)); i < list.size(); ++i) {
+    std::error_code ec;
+    fs::remove(list[i].path, ec);
+  }
+}
+
+void RunDir::copy_start_from(const RunDir& src, long step) const {
+  if (step > 0) {
+    std::string from = src.checkpoint_path(step);
+    refuse_link(from);
+    if (!exists_no_follow(from)) {
+      throw Error(src.path(), fmt::format("has no checkpoint at step {}", step));
+    }
+    std::error_code ec;
+    fs::create_directories(fs::path(m_path) / k_checkpoint_dir, ec);
+    write_file_atomic(checkpoint_path(step), read_file(from));
+  }
+  for (RunFile log : {RunFile::steps, RunFile::evals}) {
+    std::string from = src.file(log);
+    refuse_link(from);
+    if (exists_no_follow(from)) {
+      write_file_atomic(file(log), read_file(from));
+    }
+  }
+  truncate_logs_to(step);
+}
+
+std::string RunDir::artifact_path(const std::string& file_name) const {
+  fs::path dir = fs::path(m_path) / k_artifact_dir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw Error(dir.string(), "cannot create: " + ec.message());
+  }
+  return (dir / fs::path(file_name).filename()).string();
+}
+
+// ---- free functions -----------------------------------------------------------------------------
+
+void refuse_link(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(path, ec))) {
+    throw Error(path, "is a symbolic link; reprun does not follow links inside a run directory");
+  }
+}
+
+void truncate_log_to_step(const std::string& path, long max_step) {
+  refuse_link(path);
+  if (!exists_no_follow(path)) {
+    return;
+  }
+  std::string text = read_file(path);
+  size_t keep = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) {
+      break; // partial last line: dropped
+    }
+    long st = quick_step(std::string_view(text).substr(pos, nl - pos)); // reprun's own {"step":N,... lines
+    if (st < 0 || st > max_step) {
+      break;
+    }
+    pos = nl + 1;
+    keep = pos;
+  }
+  if (keep != text.size()) {
+    write_file_atomic(path, std::string_view(text).substr(0, keep));
+  }
+}
+
+} // namespace reprun

@@ -1,0 +1,54 @@
+// The execution-settings list: see include/reprun/train/settings.hpp.
+#include "reprun/train/settings.hpp"
+
+#include "reprun/core/hash.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace reprun {
+
+const std::vector<ExecutionSetting>& execution_settings() {
+  static const std::vector<ExecutionSetting> k_list = {
+      {"training.epochs", "the run length: a checkpoint at step s continues any longer run"},
+      {"training.steps", "the run length: a checkpoint at step s continues any longer run"},
+      {"training.accumulation",
+       "ordered reduction is one chain per gradient element in sample order, whatever the micro-batch split"},
+      {"training.checkpoint_every", "checkpoints save state; they never change it"},
+      {"training.checkpoint_keep", "checkpoints save state; they never change it"},
+      {"training.eval_every", "evaluation reads the weights; it never changes them"},
+      {"determinism.threads", "work is split in fixed chunks and reduced in a fixed order"},
+      {"determinism.trace", "the trace level changes what is logged, not what is computed"},
+  };
+  return k_list;
+}
+
+bool is_execution_setting(std::string_view key) {
+  for (const auto& s : execution_settings()) {
+    std::string_view k = s.key;
+    if (key == k || (key.size() > k.size() && key.substr(0, k.size()) == k && key[k.size()] == '.')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+const std::vector<std::string>& derived_execution_keys() {
+  static const std::vector<std::string> k_keys = {"plan.total_steps"};
+  return k_keys;
+}
+
+std::string result_config_digest(const std::string& resolved_config_json) {
+  using ojson = nlohmann::ordered_json;
+  ojson c = ojson::parse(resolved_config_json);
+  for (const auto& s : execution_settings()) {
+    std::string_view key = s.key;
+    auto dot = key.find('.');
+    std::string section(key.substr(0, dot));
+    if (c.contains(section) && c[section].is_object()) {
+      c[section].erase(std::string(key.substr(dot + 1)));
+    }
+  }
+  return sha256_hex(c.dump());
+}
+
+} // namespace reprun
