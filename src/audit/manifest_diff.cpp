@@ -2,6 +2,7 @@
 // (material and ranked by how likely it explains a numeric divergence, informational, volatile),
 // and list data files added, removed or changed.
 #include "reprun/audit/diff.hpp"
+#include "reprun/train/settings.hpp"
 
 #include <algorithm>
 #include <map>
@@ -40,52 +41,66 @@ struct Rule {
 // First matching rule wins; order matters (specific before general).
 const std::vector<Rule>& rules() {
   using K = MetaDelta::Kind;
-  static const std::vector<Rule> k_rules = {
-      // Volatile: expected to differ between any two runs.
-      {"created", "volatile", 100, K::volatile_field},
-      {"command_line", "volatile", 100, K::volatile_field},
-      {"working_directory", "volatile", 100, K::volatile_field},
-      {"config_file.path", "volatile", 100, K::volatile_field},
-      {"config_file.dir", "volatile", 100, K::volatile_field},
-      {"config_file.overrides", "volatile", 100, K::volatile_field},
-      {"host.hostname", "volatile", 100, K::volatile_field},
-      {"resumes", "volatile", 100, K::volatile_field},
-      {"wall_seconds", "volatile", 100, K::volatile_field},
-      {"program.run_dir", "volatile", 100, K::volatile_field},
-      {"code.directory", "volatile", 100, K::volatile_field},
-      {"program.step_log", "outputs", 90, K::informational},
-      {"outputs", "outputs", 0, K::material},
-      // Informational: guaranteed not to change a result of the built-in trainer.
-      {"config.determinism.threads", "config", 90, K::informational},
-      {"config.determinism.trace", "config", 90, K::informational},
-      {"config.training.checkpoint_every", "config", 90, K::informational},
-      {"config.training.checkpoint_keep", "config", 90, K::informational},
-      {"config.training.eval_every", "config", 90, K::informational},
-      {"reprun.kernels", "code", 90, K::informational},
-      // Material, ranked.
-      {"data", "dataset", 1, K::material},
-      {"inputs", "dataset", 1, K::material},
-      {"config", "config", 2, K::material},
-      {"config_digest", "config", 2, K::material},
-      {"config_file", "config", 2, K::material},
-      {"plan", "config", 2, K::material},
-      {"model", "config", 2, K::material},
-      {"seeds", "seeds", 3, K::material},
-      {"reprun.libraries", "libraries", 5, K::material},
-      {"reprun", "code", 4, K::material},
-      {"code", "code", 4, K::material},
-      {"program", "code", 4, K::material},
-      {"kind", "code", 4, K::material},
-      {"format", "code", 4, K::material},
-      {"python", "libraries", 5, K::material},
-      {"gpu", "gpu", 6, K::material},
-      {"host.cpu_model", "cpu", 7, K::material},
-      {"host.isa", "cpu", 7, K::material},
-      {"host.arch", "cpu", 7, K::material},
-      {"env", "environment", 8, K::material},
-      {"pins", "environment", 8, K::material},
-      {"host", "host", 9, K::material},
-  };
+  static const std::vector<Rule> k_rules = [] {
+    std::vector<Rule> r = {
+        // Volatile: expected to differ between any two runs.
+        {"created", "volatile", 100, K::volatile_field},
+        {"command_line", "volatile", 100, K::volatile_field},
+        {"working_directory", "volatile", 100, K::volatile_field},
+        {"config_file.path", "volatile", 100, K::volatile_field},
+        {"config_file.dir", "volatile", 100, K::volatile_field},
+        {"config_file.overrides", "volatile", 100, K::volatile_field},
+        {"host.hostname", "volatile", 100, K::volatile_field},
+        {"resumes", "volatile", 100, K::volatile_field},
+        {"forked_from", "volatile", 100, K::volatile_field},
+        {"wall_seconds", "volatile", 100, K::volatile_field},
+        {"program.run_dir", "volatile", 100, K::volatile_field},
+        {"code.directory", "volatile", 100, K::volatile_field},
+        {"program.step_log", "outputs", 90, K::informational},
+        {"outputs", "outputs", 0, K::material},
+    };
+    // Informational: the execution settings (train/settings.hpp), which by the determinism
+    // guarantees cannot change a result of the built-in trainer, what derives from them only, and
+    // the kernel choice (every kernel gives the same bits).
+    static std::vector<std::string> keys;
+    for (const auto& e : execution_settings()) {
+      keys.push_back(std::string("config.") + e.key);
+    }
+    for (const auto& k : derived_execution_keys()) {
+      keys.push_back(k);
+    }
+    for (const auto& k : keys) {
+      r.push_back({k.c_str(), "config", 90, K::informational});
+    }
+    r.push_back({"reprun.kernels", "code", 90, K::informational});
+    // Material, ranked.
+    const std::vector<Rule> material = {
+        {"data", "dataset", 1, K::material},
+        {"inputs", "dataset", 1, K::material},
+        {"config", "config", 2, K::material},
+        {"config_digest", "config", 2, K::material},
+        {"config_file", "config", 2, K::material},
+        {"plan", "config", 2, K::material},
+        {"model", "config", 2, K::material},
+        {"seeds", "seeds", 3, K::material},
+        {"reprun.libraries", "libraries", 5, K::material},
+        {"reprun", "code", 4, K::material},
+        {"code", "code", 4, K::material},
+        {"program", "code", 4, K::material},
+        {"kind", "code", 4, K::material},
+        {"format", "code", 4, K::material},
+        {"python", "libraries", 5, K::material},
+        {"gpu", "gpu", 6, K::material},
+        {"host.cpu_model", "cpu", 7, K::material},
+        {"host.isa", "cpu", 7, K::material},
+        {"host.arch", "cpu", 7, K::material},
+        {"env", "environment", 8, K::material},
+        {"pins", "environment", 8, K::material},
+        {"host", "host", 9, K::material},
+    };
+    r.insert(r.end(), material.begin(), material.end());
+    return r;
+  }();
   return k_rules;
 }
 

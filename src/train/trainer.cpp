@@ -273,6 +273,22 @@ void open_logs_then_manifest(Session& s) {
   s.run->write_manifest(s.manifest);
 }
 
+// A fork from step `step` (> 0) needs the source's checkpoint of that step.
+void require_checkpoint(const RunDir& source, long step) {
+  if (step <= 0) {
+    return;
+  }
+  std::string have;
+  for (const auto& c : source.checkpoints()) {
+    if (c.step == step) {
+      return;
+    }
+    have += (have.empty() ? "" : ", ") + std::to_string(c.step);
+  }
+  throw Error(source.path(), fmt::format("has no checkpoint at step {} (it keeps {}; 0 is the start)", step,
+                                         have.empty() ? "none" : "steps " + have));
+}
+
 // Phase 2: the run directory (created only now, after every input was checked), locked; the state
 // restored from the newest valid checkpoint and the logs cut back to it; the manifest written.
 RunLock resume_or_start(Session& s) {
@@ -286,6 +302,7 @@ RunLock resume_or_start(Session& s) {
   }
   const long from = s.forking ? opt.from_step : -1;
   if (s.forking) {
+    require_checkpoint(*s.source, from);
     s.run = RunDir::create(opt.out_dir);
   } else {
     s.run = *s.source;
