@@ -71,7 +71,7 @@ ojson stream_table(uint64_t seed) {
 }
 
 ojson build_manifest(const TrainOptions& opt, const Config& cfg, const std::string& config_text_digest,
-                     const Dataset& data, const Plan& plan, Mlp& model) {
+                     const Dataset& data, const Plan& plan, Mlp& model, const Backend& backend) {
   const World& world = opt.world ? *opt.world : real_world();
   ojson m;
   m["format"] = k_run_format;
@@ -111,7 +111,7 @@ ojson build_manifest(const TrainOptions& opt, const Config& cfg, const std::stri
                                  : "chunk partials of 8 samples added in completion order (non-deterministic)"}};
   SnapshotOptions so;
   so.env_allow = opt.env_allow;
-  so.kernels = kernel_facts();
+  so.kernels = backend.kernels();
   ojson snap = machine_snapshot(world, so);
   for (auto it = snap.begin(); it != snap.end(); ++it) {
     m[it.key()] = *it;
@@ -148,6 +148,7 @@ struct Session {
   ojson manifest;                 // resumes and forks: the source's, updated
   std::string config_text_digest; // new runs: sha256 of the config file
   std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<Backend> backend; // computes on the pool's threads
   Dataset data;
   Split split;
   Plan plan;
@@ -233,6 +234,7 @@ void resolve_config(Session& s) {
 void prepare(Session& s) {
   Config& cfg = s.cfg;
   s.pool = std::make_unique<ThreadPool>(cfg.determinism.threads);
+  s.backend = make_cpu_backend(s.pool.get());
   s.data = load_dataset(cfg, s.pool.get());
   if (s.resuming && s.manifest["data"].value("fingerprint", "") != s.data.fingerprint) {
     throw Error(cfg.source, "the dataset changed since this run started (fingerprint " +
@@ -262,7 +264,7 @@ void prepare(Session& s) {
   s.model->init(cfg.seed);
   s.optim = std::make_unique<Optimizer>(cfg.optimizer, s.model->params());
   const long micro_rows = (cfg.training.batch_size + cfg.training.accumulation - 1) / cfg.training.accumulation;
-  s.runner = std::make_unique<MlpRunner>(*s.model, cfg.model, std::max(micro_rows, 256L), s.pool->size());
+  s.runner = std::make_unique<MlpRunner>(*s.model, cfg.model, std::max(micro_rows, 256L), *s.backend);
 }
 
 // The logs exist before the manifest: a directory with a manifest is always a readable run,
@@ -296,7 +298,7 @@ RunLock resume_or_start(Session& s) {
   if (!s.resuming) {
     s.run = RunDir::create(opt.out_dir.empty() ? default_run_dir(opt.config_path) : opt.out_dir);
     RunLock lock = s.run->lock();
-    s.manifest = build_manifest(opt, s.cfg, s.config_text_digest, s.data, s.plan, *s.model);
+    s.manifest = build_manifest(opt, s.cfg, s.config_text_digest, s.data, s.plan, *s.model, *s.backend);
     open_logs_then_manifest(s);
     return lock;
   }
@@ -429,7 +431,6 @@ public:
     m_ctx.seed = s.cfg.seed;
     m_ctx.atomic = s.cfg.determinism.reduction == "atomic";
     m_ctx.trace_full = s.cfg.determinism.trace == "full";
-    m_ctx.pool = s.pool.get();
     m_res.run_dir = s.run->path();
     m_res.status = "running";
     m_res.steps = s.start_step;
@@ -499,7 +500,7 @@ private:
     }
     const bool stepped = std::isfinite(loss);
     if (stepped) {
-      m_s.optim->step(s, m_s.pool.get(), trace_weights());
+      m_s.optim->step(s, *m_s.backend, trace_weights());
     }
     m_rec.tensors.clear();
     if (trace_weights()) {
@@ -516,7 +517,7 @@ private:
     double loss_sum = 0.0;
     long correct = 0;
     const long n = static_cast<long>(m_yval.size());
-    m_s.runner->evaluate(m_xval.data(), m_yval.data(), n, m_s.pool.get(), loss_sum, correct);
+    m_s.runner->evaluate(m_xval.data(), m_yval.data(), n, loss_sum, correct);
     m_res.has_val = true;
     m_res.val_loss = loss_sum / static_cast<double>(n);
     m_res.val_accuracy = static_cast<double>(correct) / static_cast<double>(n);

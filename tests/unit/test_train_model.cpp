@@ -1,6 +1,7 @@
 // The MLP against an independent float64 reference written here: the reference's gradients are
 // checked by finite differences, then reprun's float32 gradients and a few SGD steps against it.
 #include "reprun/train/model.hpp"
+#include "reprun/train/backend.hpp"
 #include "reprun/train/optimizer.hpp"
 #include "reprun/train/rng.hpp"
 #include "reprun/core/threadpool.hpp"
@@ -180,12 +181,12 @@ TEST_CASE("reprun's layer gradients match the float64 reference") {
     double ref_loss = ref.loss(fx.xd, fx.yd, fx.m, &gw, &gb);
 
     ThreadPool pool(2);
-    MlpRunner runner(model, mc, fx.m, 2);
+    auto backend = make_cpu_backend(&pool);
+    MlpRunner runner(model, mc, fx.m, *backend);
     StepContext ctx;
     ctx.seed = 11;
     ctx.step = 1;
     ctx.batch_size = fx.m;
-    ctx.pool = &pool;
     runner.begin_step(ctx);
     double loss_sum = 0.0;
     runner.micro_batch(ctx, fx.x.data(), fx.y.data(), fx.m, 0, loss_sum);
@@ -214,7 +215,8 @@ TEST_CASE("Five SGD steps of the whole MLP track the float64 reference") {
   oc.momentum = 0.9;
   Optimizer opt(oc, model.params());
   ThreadPool pool(1);
-  MlpRunner runner(model, mc, fx.m, 1);
+  auto backend = make_cpu_backend(&pool);
+  MlpRunner runner(model, mc, fx.m, *backend);
   std::vector<std::vector<double>> vw(ref.w.size()), vb(ref.b.size());
   for (size_t l = 0; l < ref.w.size(); ++l) {
     vw[l].assign(ref.w[l].size(), 0.0);
@@ -224,11 +226,10 @@ TEST_CASE("Five SGD steps of the whole MLP track the float64 reference") {
     StepContext ctx;
     ctx.step = step;
     ctx.batch_size = fx.m;
-    ctx.pool = &pool;
     runner.begin_step(ctx);
     double loss_sum = 0.0;
     runner.micro_batch(ctx, fx.x.data(), fx.y.data(), fx.m, 0, loss_sum);
-    opt.step(step, &pool);
+    opt.step(step, *backend);
     std::vector<std::vector<double>> gw, gb;
     double ref_loss = ref.loss(fx.xd, fx.yd, fx.m, &gw, &gb);
     CHECK(loss_sum / fx.m == doctest::Approx(ref_loss).epsilon(1e-4));
@@ -265,7 +266,7 @@ TEST_CASE("The optimizer's fused norm equals weight_norm of the updated weights,
     oc.name = name;
     Optimizer opt(oc, model.params());
     ThreadPool pool(2);
-    opt.step(1, &pool, true);
+    opt.step(1, *make_cpu_backend(&pool), true);
     auto params = model.params();
     for (size_t i = 0; i < params.size(); ++i) {
       double a = opt.norm(i), b = weight_norm(params[i].data, params[i].size);

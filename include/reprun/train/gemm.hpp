@@ -1,5 +1,6 @@
-// The one matrix kernel of the trainer: C += A * B where every element of C is a single chain of
-// fused multiply-adds over k = 0..K-1 in order, starting from C's current value.
+// The CPU backend's matrix kernel (backend.hpp states the contract): C += A * B where every
+// element of C is a single chain of fused multiply-adds over k = 0..K-1 in order, starting from
+// C's current value.
 //
 // That definition is what makes the trainer's bits independent of everything but the data:
 // - threads split C into fixed tiles; no element's sum is ever split, so the thread count cannot
@@ -9,18 +10,13 @@
 // - the AVX-512 and AVX2 kernels (vfmadd) and the portable one (std::fma) round identically.
 #pragma once
 
+#include "reprun/train/backend.hpp"
+
 #include <string>
 
 namespace reprun {
 
 class ThreadPool;
-
-struct MatView {
-  const float* data;
-  long rs; // stride between rows
-  long cs; // stride between columns
-  float at(long i, long j) const { return data[i * rs + j * cs]; }
-};
 
 // C (M x N, row-major, leading dimension ldc) += A (M x K) * B (K x N, row-major, ldb).
 void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float* C, long ldc,

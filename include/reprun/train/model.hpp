@@ -1,6 +1,6 @@
 // The MLP: dense layers with ReLU or tanh and inverted dropout, softmax cross-entropy on top.
-// Forward and backward of each layer sit side by side in model.cpp; every sum over the batch goes
-// through gemm_acc (one ordered fma chain per element) or an explicit loop in sample order.
+// Forward and backward of each layer sit side by side in model.cpp; every number is computed by
+// the kernel backend (backend.hpp), whose contract fixes the order of every sum.
 #pragma once
 
 #include "reprun/record/step_record.hpp"
@@ -13,7 +13,7 @@
 
 namespace reprun {
 
-class ThreadPool;
+class Backend;
 class Xxh3Stream;
 
 struct Dense {
@@ -61,12 +61,12 @@ struct StepContext {
   long batch_size = 0;      // samples in the whole step (loss is the mean over them)
   bool atomic = false;      // reduction "atomic": weight-gradient partials summed in completion order
   bool trace_full = false;
-  ThreadPool* pool = nullptr;
 };
 
 class MlpRunner {
 public:
-  MlpRunner(Mlp& model, const ModelConfig& mc, long max_rows, int threads);
+  // `max_rows`: the most rows of one micro-batch or evaluation chunk. Computes on `backend`.
+  MlpRunner(Mlp& model, const ModelConfig& mc, long max_rows, Backend& backend);
   ~MlpRunner();
   MlpRunner(const MlpRunner&) = delete;
   MlpRunner& operator=(const MlpRunner&) = delete;
@@ -82,22 +82,20 @@ public:
   void end_step(std::vector<TraceEntry>& forward, std::vector<TraceEntry>& backward);
 
   // Evaluation forward pass (no dropout): adds loss sum and correct count.
-  void evaluate(const float* x, const int32_t* y, long m, ThreadPool* pool, double& loss_sum, long& correct);
+  void evaluate(const float* x, const int32_t* y, long m, double& loss_sum, long& correct);
 
 private:
-  void forward(const StepContext* ctx, const float* x, long m, long row0, bool train, ThreadPool* pool);
-  void weight_grad(const StepContext& ctx, Dense& L, const float* a, const float* g, long m);
+  void forward(const StepContext* ctx, const float* x, long m, long row0, bool train);
 
   Mlp& m_model;
   ModelConfig m_cfg;
   long m_max_rows;
+  Backend& m_be;
   std::vector<std::vector<float>> m_z;    // per layer (rows, out): pre-activation
   std::vector<std::vector<float>> m_act;  // per hidden layer (rows, out): activation after dropout
   std::vector<std::vector<float>> m_mask; // per hidden layer (rows, out): dropout scale (0 or 1/(1-p))
   std::vector<float> m_g;   // (rows, widest) gradient flowing back
   std::vector<float> m_dh;  // (rows, widest)
-  std::vector<double> m_exp; // (classes) softmax exponentials of one row
-  std::vector<std::vector<float>> m_partial; // per worker: atomic-mode partial gradient
   std::vector<std::unique_ptr<Xxh3Stream>> m_fwd_hash, m_bwd_hash; // trace full, per entry
   std::vector<std::string> m_fwd_names, m_bwd_names;
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "reprun/train/config.hpp"
+#include "reprun/train/backend.hpp"
 #include "reprun/train/model.hpp"
 
 #include <string>
@@ -10,7 +11,6 @@
 
 namespace reprun {
 
-class ThreadPool;
 
 // Elements per optimizer task; also the chunk of the norm's fixed summation order.
 inline constexpr size_t k_update_chunk = 16384;
@@ -30,7 +30,7 @@ public:
   Optimizer(const OptimizerConfig& cfg, std::vector<ParamRef> params);
   // Applies one update with the gradients in the params; `t` is the 1-based step number. With
   // `norms`, also sums the squares of the updated weights (see weight_norm) for norm().
-  void step(long t, ThreadPool* pool, bool norms = false);
+  void step(long t, Backend& backend, bool norms = false);
   // weight_norm() of parameter `i` after the last step(..., true).
   double norm(size_t i) const;
   // Optimizer state, in a fixed order, for checkpoints.
@@ -41,10 +41,8 @@ private:
   std::vector<ParamRef> m_params;
   std::vector<std::vector<float>> m_m; // momentum (sgd) or first moment (adam), per param
   std::vector<std::vector<float>> m_v; // second moment (adam)
-  struct Task {
-    size_t param, begin, end;
-  };
-  std::vector<Task> m_tasks;   // fixed: chunks of k_update_chunk per parameter
+  std::vector<UpdateTask> m_tasks; // fixed: chunks of k_update_chunk per parameter
+  std::vector<size_t> m_task_param; // the parameter of each task
   std::vector<double> m_sq;    // per task: sum of squares after the update
 };
 

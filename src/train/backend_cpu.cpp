@@ -1,0 +1,304 @@
+// The CPU kernel backend: see include/reprun/train/backend.hpp for the contract. Loops are written
+// as the expressions they compute (compiled with -ffp-contract=off, so nothing is fused unless
+// written as std::fma); work is split over the thread pool in fixed pieces, so the thread count
+// changes who computes an element, never how.
+#include "reprun/train/backend.hpp"
+
+#include "reprun/core/threadpool.hpp"
+#include "reprun/train/gemm.hpp"
+#include "reprun/train/mathfn.hpp"
+#include "reprun/train/rng.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace reprun {
+
+namespace {
+
+// Atomic mode: samples per partial gradient. More chunks than threads, so the completion order of
+// the partials really varies between runs.
+constexpr long k_atomic_chunk = 8;
+
+// Atomic mode issues the chunks in an order drawn once per process, as a GPU's block scheduler
+// varies from launch to launch: completion order then differs between runs even when the threads
+// happen to run one after another (a loaded machine), so the demonstration never comes out
+// accidentally identical.
+uint64_t atomic_issue_seed() {
+  static const uint64_t k_seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  return k_seed;
+}
+std::atomic<uint32_t> g_atomic_calls{0};
+
+// Column sums of g (m x out) added to gb, one chain per column over the rows in order.
+void add_column_sums(const float* g, long r0, long r1, long out, float* gb) {
+  for (long r = r0; r < r1; ++r) {
+    for (long o = 0; o < out; ++o) {
+      gb[o] += g[r * out + o];
+    }
+  }
+}
+
+class CpuBackend final : public Backend {
+public:
+  explicit CpuBackend(ThreadPool* pool) : m_pool(pool), m_partial(static_cast<size_t>(pool ? pool->size() : 1)) {}
+
+  nlohmann::ordered_json kernels() const override { return kernel_facts(); }
+
+  void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float* C, long ldc) override {
+    reprun::gemm_acc(M, N, K, A, B, ldb, C, ldc, m_pool);
+  }
+
+  void fill_rows(float* z, const float* b, long m, long n) override {
+    for (long r = 0; r < m; ++r) {
+      std::memcpy(z + r * n, b, static_cast<size_t>(n) * sizeof(float));
+    }
+  }
+
+  void transpose(const float* w, long rows, long cols, float* wt) override {
+    // In 32x32 blocks so that both sides stay in cache.
+    constexpr long k_b = 32;
+    for (long i0 = 0; i0 < rows; i0 += k_b) {
+      for (long o0 = 0; o0 < cols; o0 += k_b) {
+        const long i1 = std::min(rows, i0 + k_b), o1 = std::min(cols, o0 + k_b);
+        for (long i = i0; i < i1; ++i) {
+          for (long o = o0; o < o1; ++o) {
+            wt[o * rows + i] = w[i * cols + o];
+          }
+        }
+      }
+    }
+  }
+
+  void activation(Activation f, const float* z, float* act, size_t n) override {
+    if (f == Activation::relu) {
+      for (size_t i = 0; i < n; ++i) {
+        act[i] = z[i] > 0.0f ? z[i] : 0.0f;
+      }
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        act[i] = mathfn::tanh(z[i]);
+      }
+    }
+  }
+
+  void activation_grad(Activation f, const float* z, const float* dh, float* gz, size_t n) override {
+    if (f == Activation::relu) {
+      for (size_t i = 0; i < n; ++i) {
+        gz[i] = z[i] > 0.0f ? dh[i] : 0.0f;
+      }
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        float t = mathfn::tanh(z[i]);
+        gz[i] = dh[i] * (1.0f - t * t);
+      }
+    }
+  }
+
+  void dropout(const DropoutDraw& d, float* act, float* mask, long m, long n) override {
+    // The mask is a pure function of (seed, step, layer, sample, unit).
+    const float keep_scale = static_cast<float>(1.0 / (1.0 - d.p));
+    const float p = static_cast<float>(d.p);
+    for (long r = 0; r < m; ++r) {
+      const uint32_t row = static_cast<uint32_t>(d.row0 + r);
+      for (long u = 0; u < n; u += 4) {
+        Philox4 rnd = draw(d.seed, Stream::dropout, static_cast<uint32_t>(d.step),
+                           (static_cast<uint32_t>(d.layer) << 24) | row, static_cast<uint32_t>(u / 4));
+        for (long k = 0; k < 4 && u + k < n; ++k) {
+          const size_t i = static_cast<size_t>(r * n + u + k);
+          mask[i] = to_unit_float(rnd[static_cast<size_t>(k)]) < p ? 0.0f : keep_scale;
+          act[i] = act[i] * mask[i];
+        }
+      }
+    }
+  }
+
+  void multiply(float* x, const float* mask, size_t n) override {
+    for (size_t i = 0; i < n; ++i) {
+      x[i] = x[i] * mask[i];
+    }
+  }
+
+  void softmax_xent(const float* logits, const int32_t* y, long m, long C, double inv_batch, float* g,
+                    double& loss_sum) override {
+    m_exp.resize(static_cast<size_t>(C));
+    for (long r = 0; r < m; ++r) {
+      const float* z = logits + r * C;
+      float zmax = z[0];
+      for (long j = 1; j < C; ++j) {
+        zmax = std::max(zmax, z[j]);
+      }
+      double sum = 0.0;
+      for (long j = 0; j < C; ++j) {
+        m_exp[static_cast<size_t>(j)] = mathfn::exp(static_cast<double>(z[j]) - static_cast<double>(zmax));
+        sum += m_exp[static_cast<size_t>(j)];
+      }
+      loss_sum += mathfn::log(sum) - (static_cast<double>(z[y[r]]) - static_cast<double>(zmax));
+      for (long j = 0; j < C; ++j) {
+        const double p = m_exp[static_cast<size_t>(j)] / sum;
+        g[r * C + j] = static_cast<float>((p - (j == y[r] ? 1.0 : 0.0)) * inv_batch);
+      }
+    }
+  }
+
+  void softmax_eval(const float* logits, const int32_t* y, long m, long C, double& loss_sum, long& correct) override {
+    for (long r = 0; r < m; ++r) {
+      const float* z = logits + r * C;
+      long best = 0;
+      for (long j = 1; j < C; ++j) {
+        if (z[j] > z[best]) {
+          best = j;
+        }
+      }
+      const float zmax = z[best];
+      double sum = 0.0;
+      for (long j = 0; j < C; ++j) {
+        sum += mathfn::exp(static_cast<double>(z[j]) - static_cast<double>(zmax));
+      }
+      loss_sum += mathfn::log(sum) - (static_cast<double>(z[y[r]]) - static_cast<double>(zmax));
+      correct += best == y[r] ? 1 : 0;
+    }
+  }
+
+  void weight_grad(Reduction red, const float* a, const float* g, long m, long in, long out, float* gw,
+                   float* gb) override {
+    if (red == Reduction::ordered) {
+      // gw (in, out) += a^T (in, m) * g (m, out): a chain over samples in order, tiles in parallel.
+      reprun::gemm_acc(in, out, m, MatView{a, 1, in}, g, out, gw, out, m_pool);
+      add_column_sums(g, 0, m, out, gb);
+      return;
+    }
+    atomic_weight_grad(a, g, m, in, out, gw, gb);
+  }
+
+  void update(const UpdateRule& rule, const std::vector<UpdateTask>& tasks, double* sq) override {
+    auto run = [&](int ti, int) {
+      const UpdateTask& k = tasks[static_cast<size_t>(ti)];
+      if (rule.kind == UpdateRule::Kind::sgd) {
+        sgd(rule, k);
+      } else {
+        adam(rule, k);
+      }
+      if (sq) {
+        sq[ti] = sum_squares_8lane(k.w + k.begin, k.end - k.begin); // still in cache
+      }
+    };
+    for_each_task(static_cast<int>(tasks.size()), run);
+  }
+
+private:
+  template <class F> void for_each_task(int n, F&& f) {
+    if (m_pool) {
+      m_pool->parallel_for(n, f);
+    } else {
+      for (int i = 0; i < n; ++i) {
+        f(i, 0);
+      }
+    }
+  }
+
+  static void sgd(const UpdateRule& u, const UpdateTask& k) {
+    float* w = k.w;
+    const float* g = k.g;
+    float* v = k.m;
+    const float lr = u.lr, wd = u.weight_decay, mu = u.momentum;
+    // Branch-free loops per case, so they vectorize; each is the same expression as written.
+    if (wd != 0.0f) {
+      for (size_t i = k.begin; i < k.end; ++i) {
+        float gi = g[i] + wd * w[i];
+        v[i] = mu * v[i] + gi;
+        w[i] = w[i] - lr * v[i];
+      }
+    } else {
+      for (size_t i = k.begin; i < k.end; ++i) {
+        v[i] = mu * v[i] + g[i];
+        w[i] = w[i] - lr * v[i];
+      }
+    }
+  }
+
+  static void adam(const UpdateRule& u, const UpdateTask& k) {
+    float* w = k.w;
+    const float* g = k.g;
+    float* m = k.m;
+    float* v = k.v;
+    const float wd = u.weight_decay, b1 = u.beta1, b2 = u.beta2, eps = u.eps;
+    const float bc2_sqrt = u.bias_correction2_sqrt, step_size = u.step_size;
+    for (size_t i = k.begin; i < k.end; ++i) {
+      float gi = wd != 0.0f ? g[i] + wd * w[i] : g[i];
+      m[i] = b1 * m[i] + (1.0f - b1) * gi;
+      v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+      float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
+      w[i] = w[i] - step_size * (m[i] / denom);
+    }
+  }
+
+  // Atomic mode, deliberately non-deterministic: each chunk's partial gradient is added into the
+  // shared one in completion order, as GPU atomics do.
+  void atomic_weight_grad(const float* a, const float* g, long m, long in, long out, float* gw, float* gb) {
+    const size_t nw = static_cast<size_t>(in * out), nb = static_cast<size_t>(out);
+    const int chunks = static_cast<int>((m + k_atomic_chunk - 1) / k_atomic_chunk);
+    std::vector<int> issue(static_cast<size_t>(chunks));
+    for (int c = 0; c < chunks; ++c) {
+      issue[static_cast<size_t>(c)] = c;
+    }
+    const uint32_t call = g_atomic_calls.fetch_add(1);
+    for (int c = chunks; c > 1; --c) {
+      Philox4 r = draw(atomic_issue_seed(), Stream::dropout, call, 0xffffffffu, static_cast<uint32_t>(c));
+      std::swap(issue[static_cast<size_t>(c - 1)], issue[to_below(r[0], r[1], static_cast<uint32_t>(c))]);
+    }
+    std::mutex mutex;
+    for_each_task(chunks, [&](int task, int worker) {
+      const int c = issue[static_cast<size_t>(task)];
+      auto& part = m_partial[static_cast<size_t>(worker)];
+      part.assign(nw + nb, 0.0f);
+      const long r0 = c * k_atomic_chunk;
+      const long rows = std::min(k_atomic_chunk, m - r0);
+      reprun::gemm_acc(in, out, rows, MatView{a + r0 * in, 1, in}, g + r0 * out, out, part.data(), out, nullptr);
+      float* pb = part.data() + nw;
+      add_column_sums(g, r0, r0 + rows, out, pb);
+      std::lock_guard<std::mutex> lock(mutex);
+      for (size_t i = 0; i < nw; ++i) {
+        gw[i] += part[i];
+      }
+      for (size_t i = 0; i < nb; ++i) {
+        gb[i] += pb[i];
+      }
+    });
+  }
+
+  ThreadPool* m_pool;
+  std::vector<std::vector<float>> m_partial; // per worker: atomic-mode partial gradient
+  std::vector<double> m_exp;                 // softmax exponentials of one row
+};
+
+} // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(ThreadPool* pool) { return std::make_unique<CpuBackend>(pool); }
+
+nlohmann::ordered_json kernel_facts() { return {{"gemm", gemm_kernel_name()}}; }
+
+double sum_squares_8lane(const float* x, size_t n) {
+  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (size_t j = 0; j < 8; ++j) {
+      const double v = static_cast<double>(x[i + j]);
+      lane[j] += v * v;
+    }
+  }
+  for (size_t j = 0; i < n; ++i, ++j) {
+    lane[j] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  }
+  double s = 0.0;
+  for (double l : lane) {
+    s += l;
+  }
+  return s;
+}
+
+} // namespace reprun
