@@ -259,155 +259,187 @@ bool records_diverge(const ParsedStep& pa, const ParsedStep& pb, const Comparato
   return true;
 }
 
-} // namespace
+std::string describe_mode(const DiffOptions& opt) {
+  if (!opt.tolerance()) {
+    return "bitwise";
+  }
+  std::string m = "tolerance (";
+  if (opt.rtol) {
+    m += fmt::format("rtol={} ", *opt.rtol);
+  }
+  if (opt.atol) {
+    m += fmt::format("atol={} ", *opt.atol);
+  }
+  if (opt.max_ulps) {
+    m += fmt::format("max-ulps={} ", *opt.max_ulps);
+  }
+  m.back() = ')';
+  return m + "; checksums informational";
+}
 
-DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptions& opt) {
-  DiffResult r;
-  if (opt.tolerance()) {
-    std::string m = "tolerance (";
-    if (opt.rtol) {
-      m += fmt::format("rtol={} ", *opt.rtol);
+// Both step logs, line by line: identical lines compared as bytes, the first differing record
+// classified, then how the loss gap grows after it.
+class StepWalk {
+public:
+  StepWalk(DiffResult& r, const DiffOptions& opt)
+      : m_r(r), m_opt(opt), m_cmp(opt), m_ra(r.a.steps_path), m_rb(r.b.steps_path) {}
+
+  void run() {
+    std::string_view la, lb;
+    for (;;) {
+      const bool ha = m_ra.next(la);
+      const bool hb = m_rb.next(lb);
+      if (!ha || !hb) {
+        finish_longer(ha, la, hb, lb);
+        break;
+      }
+      compare(la, lb);
     }
-    if (opt.atol) {
-      m += fmt::format("atol={} ", *opt.atol);
+    Divergence& d = m_r.divergence;
+    if (m_have_last && (m_r.growth.empty() || m_r.growth.back().step != m_last_common.step)) {
+      m_r.growth.push_back(m_last_common);
     }
-    if (opt.max_ulps) {
-      m += fmt::format("max-ulps={} ", *opt.max_ulps);
+    if (!m_r.growth.empty()) {
+      m_r.growth.back().is_end = true;
     }
-    m.back() = ')';
-    r.mode = m + "; checksums informational";
-  } else {
-    r.mode = "bitwise";
-  }
-  open_side(a, r.a);
-  open_side(b, r.b);
-  if (r.a.is_run_dir != r.b.is_run_dir) {
-    r.notes.push_back("one side is a run directory, the other a bare step log: metadata not compared");
-  }
-  if (r.a.is_run_dir && r.b.is_run_dir) {
-    r.meta = diff_manifests(r.a.manifest, r.b.manifest, opt, r.dataset);
+    m_r.a.partial_tail = m_ra.partial_tail();
+    m_r.b.partial_tail = m_rb.partial_tail();
+    if (!d.found && m_r.a.lines != m_r.b.lines) {
+      ended_early();
+    }
   }
 
-  Comparator cmp(opt);
-  StepLogReader ra(r.a.steps_path), rb(r.b.steps_path);
-  std::string_view la, lb;
-  long prev_a = -1, prev_b = -1;
-  long stride = 1;
-  Divergence& d = r.divergence;
-  long next_gap = 0; // next step offset (1, 10, 100, ...) to record after the divergence
-  GapPoint last_common;
-  bool have_last = false;
-  for (;;) {
-    bool ha = ra.next(la);
-    bool hb = rb.next(lb);
-    if (!ha || !hb) {
-      // The rest of the longer log is checked too (a garbage line there is still an error).
-      for (bool more = ha; more; more = ra.next(la)) {
-        r.a.last_step = checked_step(la, ra, prev_a);
-      }
-      for (bool more = hb; more; more = rb.next(lb)) {
-        r.b.last_step = checked_step(lb, rb, prev_b);
-      }
-      r.a.lines = ra.lineno();
-      r.b.lines = rb.lineno();
-      break;
+private:
+  // The rest of the longer log is checked too (a garbage line there is still an error).
+  void finish_longer(bool ha, std::string_view la, bool hb, std::string_view lb) {
+    for (bool more = ha; more; more = m_ra.next(la)) {
+      m_r.a.last_step = checked_step(la, m_ra, m_prev_a);
     }
-    ++r.steps_compared;
+    for (bool more = hb; more; more = m_rb.next(lb)) {
+      m_r.b.last_step = checked_step(lb, m_rb, m_prev_b);
+    }
+    m_r.a.lines = m_ra.lineno();
+    m_r.b.lines = m_rb.lineno();
+  }
+
+  void compare(std::string_view la, std::string_view lb) {
+    ++m_r.steps_compared;
     // In tolerance mode NaN never matches, not even itself: such lines are compared by value.
-    const bool same = la == lb && !(opt.tolerance() && la.find("NaN") != std::string_view::npos);
-    long sa = checked_step(la, ra, prev_a);
-    long sb = same ? sa : checked_step(lb, rb, prev_b);
+    const bool same = la == lb && !(m_opt.tolerance() && la.find("NaN") != std::string_view::npos);
+    const long sa = checked_step(la, m_ra, m_prev_a);
+    const long sb = same ? sa : checked_step(lb, m_rb, m_prev_b);
     if (same) {
-      prev_b = sa;
+      m_prev_b = sa;
     }
-    r.a.last_step = sa;
-    r.b.last_step = sb;
-    // Loss series for plots, decimated so it never holds more than 4096 points.
-    if ((ra.lineno() - 1) % stride == 0 && sa > 0) {
-      double x = 0, y = 0;
-      if (quick_loss(la, x) && (same ? (y = x, true) : quick_loss(lb, y))) {
-        r.loss_series.push_back({sa, {x, y}});
-        if (r.loss_series.size() > 4096) {
-          std::vector<std::pair<long, std::pair<double, double>>> half;
-          for (size_t i = 0; i < r.loss_series.size(); i += 2) {
-            half.push_back(r.loss_series[i]);
-          }
-          r.loss_series.swap(half);
-          stride *= 2;
-        }
+    m_r.a.last_step = sa;
+    m_r.b.last_step = sb;
+    record_loss_series(la, lb, sa, same);
+    if (m_r.divergence.found) {
+      follow_gap(la, lb, sa, sb, same);
+    } else if (!same) {
+      first_divergence(la, lb, sa, sb);
+    }
+  }
+
+  // Loss series for plots, decimated so it never holds more than 4096 points.
+  void record_loss_series(std::string_view la, std::string_view lb, long sa, bool same) {
+    if ((m_ra.lineno() - 1) % m_stride != 0 || sa <= 0) {
+      return;
+    }
+    double x = 0, y = 0;
+    if (!quick_loss(la, x) || !(same ? (y = x, true) : quick_loss(lb, y))) {
+      return;
+    }
+    auto& series = m_r.loss_series;
+    series.push_back({sa, {x, y}});
+    if (series.size() > 4096) {
+      std::vector<std::pair<long, std::pair<double, double>>> half;
+      for (size_t i = 0; i < series.size(); i += 2) {
+        half.push_back(series[i]);
       }
+      series.swap(half);
+      m_stride *= 2;
     }
-    if (d.found) {
-      // After the divergence: where the loss first differs, and how the gap grows.
-      double x = 0, y = 0;
-      bool hx = line_loss(la, ra.path(), ra.lineno(), x);
-      bool hy = same ? (y = x, hx) : line_loss(lb, rb.path(), rb.lineno(), y);
-      if (hx && hy && sa == sb) {
-        if (d.loss_differs_from == 0 && !cmp.values_match(x, y)) {
-          d.loss_differs_from = sa;
-        }
-        last_common = {sa, x, y, std::fabs(x - y), true};
-        have_last = true;
-        if (sa - d.step >= next_gap) {
-          r.growth.push_back({sa, x, y, std::fabs(x - y), false});
-          next_gap = next_gap == 0 ? 1 : next_gap * 10;
-        }
-      }
-      continue;
+  }
+
+  // After the divergence: where the loss first differs, and how the gap grows (1, 10, 100, ...
+  // steps after it).
+  void follow_gap(std::string_view la, std::string_view lb, long sa, long sb, bool same) {
+    Divergence& d = m_r.divergence;
+    double x = 0, y = 0;
+    const bool hx = line_loss(la, m_ra.path(), m_ra.lineno(), x);
+    const bool hy = same ? (y = x, hx) : line_loss(lb, m_rb.path(), m_rb.lineno(), y);
+    if (!hx || !hy || sa != sb) {
+      return;
     }
-    if (same) {
-      continue;
+    if (d.loss_differs_from == 0 && !m_cmp.values_match(x, y)) {
+      d.loss_differs_from = sa;
     }
+    m_last_common = {sa, x, y, std::fabs(x - y), true};
+    m_have_last = true;
+    if (sa - d.step >= m_next_gap) {
+      m_r.growth.push_back({sa, x, y, std::fabs(x - y), false});
+      m_next_gap = m_next_gap == 0 ? 1 : m_next_gap * 10;
+    }
+  }
+
+  void first_divergence(std::string_view la, std::string_view lb, long sa, long sb) {
+    Divergence& d = m_r.divergence;
     if (sa != sb) {
       d.found = true;
       d.step = std::min(sa, sb);
-      d.line = ra.lineno();
+      d.line = m_ra.lineno();
       d.kind = DivergenceKind::steps_differ;
-      d.detail = fmt::format("line {} holds step {} in A but step {} in B", ra.lineno(), sa, sb);
-      continue;
+      d.detail = fmt::format("line {} holds step {} in A but step {} in B", m_ra.lineno(), sa, sb);
+      return;
     }
-    ParsedStep pa = parse_step_line(la, ra.path(), ra.lineno());
-    ParsedStep pb = parse_step_line(lb, rb.path(), rb.lineno());
-    if (records_diverge(pa, pb, cmp, d)) {
-      d.line = ra.lineno();
-      if (d.has_loss) {
-        r.growth.push_back({sa, d.loss_a, d.loss_b, std::fabs(d.loss_a - d.loss_b), false});
-        last_common = r.growth.back();
-        have_last = true;
-      }
-      next_gap = 1;
-      if (d.kind == DivergenceKind::computation && pa.step > 0 && ra.lineno() == 1) {
-        r.notes.push_back("the logs have no step-0 record, so initial weights cannot be told apart from computation");
-      }
+    ParsedStep pa = parse_step_line(la, m_ra.path(), m_ra.lineno());
+    ParsedStep pb = parse_step_line(lb, m_rb.path(), m_rb.lineno());
+    if (!records_diverge(pa, pb, m_cmp, d)) {
+      return;
     }
-  }
-  if (have_last && (r.growth.empty() || r.growth.back().step != last_common.step)) {
-    r.growth.push_back(last_common);
-  }
-  if (!r.growth.empty()) {
-    r.growth.back().is_end = true;
-  }
-  r.a.partial_tail = ra.partial_tail();
-  r.b.partial_tail = rb.partial_tail();
-  for (const RunSide* s : {&r.a, &r.b}) {
-    if (s->partial_tail > 0) {
-      r.notes.push_back(fmt::format("{}: last line is incomplete ({} bytes, a write cut short): ignored",
-                                    s->steps_path, s->partial_tail));
+    d.line = m_ra.lineno();
+    if (d.has_loss) {
+      m_r.growth.push_back({sa, d.loss_a, d.loss_b, std::fabs(d.loss_a - d.loss_b), false});
+      m_last_common = m_r.growth.back();
+      m_have_last = true;
+    }
+    m_next_gap = 1;
+    if (d.kind == DivergenceKind::computation && pa.step > 0 && m_ra.lineno() == 1) {
+      m_r.notes.push_back("the logs have no step-0 record, so initial weights cannot be told apart from computation");
     }
   }
-  if (!d.found && r.a.lines != r.b.lines) {
+
+  void ended_early() {
+    Divergence& d = m_r.divergence;
+    const RunSide &a = m_r.a, &b = m_r.b;
+    const bool a_short = a.lines < b.lines;
     d.found = true;
-    const bool a_short = r.a.lines < r.b.lines;
     d.kind = DivergenceKind::ended_early;
-    d.step = (a_short ? prev_a : prev_b) + 1;
-    d.line = std::min(r.a.lines, r.b.lines) + 1;
+    d.step = (a_short ? m_prev_a : m_prev_b) + 1;
+    d.line = std::min(a.lines, b.lines) + 1;
     d.detail = fmt::format("{} stops after {} records, {} has {}; statuses: A {}, B {}", a_short ? "A" : "B",
-                           std::min(r.a.lines, r.b.lines), a_short ? "B" : "A", std::max(r.a.lines, r.b.lines),
-                           r.a.status.empty() ? "(bare log)" : r.a.status, r.b.status.empty() ? "(bare log)" : r.b.status);
+                           std::min(a.lines, b.lines), a_short ? "B" : "A", std::max(a.lines, b.lines),
+                           a.status.empty() ? "(bare log)" : a.status, b.status.empty() ? "(bare log)" : b.status);
   }
-  if (!d.found && r.a.is_run_dir && r.b.is_run_dir && r.a.status != r.b.status) {
-    r.notes.push_back(fmt::format("statuses differ: A {}, B {}", r.a.status, r.b.status));
-  }
+
+  DiffResult& m_r;
+  const DiffOptions& m_opt;
+  Comparator m_cmp;
+  StepLogReader m_ra, m_rb;
+  long m_prev_a = -1, m_prev_b = -1;
+  long m_stride = 1;
+  long m_next_gap = 0; // next step offset (1, 10, 100, ...) to record after the divergence
+  GapPoint m_last_common;
+  bool m_have_last = false;
+};
+
+std::string plural_fields(long n) {
+  return fmt::format("{} metadata field{} differ{}", n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+}
+
+void set_verdict(DiffResult& r, const DiffOptions& opt) {
+  const Divergence& d = r.divergence;
   const long material = r.material_meta_count();
   r.identical = !d.found && material == 0;
   if (r.identical) {
@@ -423,13 +455,37 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
       r.verdict = fmt::format("DIFFERENT: runs part at step {} ({})", d.step, d.classification());
     }
     if (material > 0) {
-      r.verdict += fmt::format("; {} metadata field{} differ{}", material, material == 1 ? "" : "s",
-                               material == 1 ? "s" : "");
+      r.verdict += "; " + plural_fields(material);
     }
   } else {
-    r.verdict = fmt::format("DIFFERENT: step records identical, but {} metadata field{} differ{}", material,
-                            material == 1 ? "" : "s", material == 1 ? "s" : "");
+    r.verdict = "DIFFERENT: step records identical, but " + plural_fields(material);
   }
+}
+
+} // namespace
+
+DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptions& opt) {
+  DiffResult r;
+  r.mode = describe_mode(opt);
+  open_side(a, r.a);
+  open_side(b, r.b);
+  if (r.a.is_run_dir != r.b.is_run_dir) {
+    r.notes.push_back("one side is a run directory, the other a bare step log: metadata not compared");
+  }
+  if (r.a.is_run_dir && r.b.is_run_dir) {
+    r.meta = diff_manifests(r.a.manifest, r.b.manifest, opt, r.dataset);
+  }
+  StepWalk(r, opt).run();
+  for (const RunSide* s : {&r.a, &r.b}) {
+    if (s->partial_tail > 0) {
+      r.notes.push_back(fmt::format("{}: last line is incomplete ({} bytes, a write cut short): ignored",
+                                    s->steps_path, s->partial_tail));
+    }
+  }
+  if (!r.divergence.found && r.a.is_run_dir && r.b.is_run_dir && r.a.status != r.b.status) {
+    r.notes.push_back(fmt::format("statuses differ: A {}, B {}", r.a.status, r.b.status));
+  }
+  set_verdict(r, opt);
   return r;
 }
 

@@ -87,6 +87,61 @@ void write_all(int fd, const char* p, size_t n) {
     n -= static_cast<size_t>(w);
   }
 }
+// In the forked child: stdin from /dev/null, output into the pipes, default signals, then exec.
+// Only async-signal-safe calls; an exec failure is reported to the parent through `exec_fd`.
+[[noreturn]] void exec_child(const ProcessSpec& spec, const std::string& exe, char* const* args, char* const* envp,
+                             int out_fd, int err_fd, int exec_fd) {
+  int devnull = ::open("/dev/null", O_RDONLY);
+  if (devnull >= 0) {
+    ::dup2(devnull, 0);
+  }
+  ::dup2(out_fd, 1);
+  ::dup2(err_fd, 2);
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+  if (spec.cwd.empty() || ::chdir(spec.cwd.c_str()) == 0) {
+    ::execve(exe.c_str(), args, envp ? envp : environ);
+  }
+  int e = errno;
+  ssize_t w = ::write(exec_fd, &e, sizeof(e));
+  (void)w;
+  ::_exit(127);
+}
+
+// Copies the child's stdout and stderr pipes to their files (and the tee, and the capture) until
+// both close.
+void pump_output(const ProcessSpec& spec, int pipe_out, int pipe_err, int out_fd, int err_fd) {
+  struct pollfd fds[2] = {{pipe_out, POLLIN, 0}, {pipe_err, POLLIN, 0}};
+  int open_count = 2;
+  char buf[65536];
+  while (open_count > 0) {
+    int r = ::poll(fds, 2, -1);
+    if (r < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+        continue;
+      }
+      ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
+      if (n > 0) {
+        write_all(i == 0 ? out_fd : err_fd, buf, static_cast<size_t>(n));
+        if (i == 0 && spec.capture_stdout) {
+          spec.capture_stdout->append(buf, static_cast<size_t>(n));
+        }
+        write_all(spec.tee_fd, buf, static_cast<size_t>(n));
+      } else if (n == 0 || (n < 0 && errno != EINTR)) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_count;
+      }
+    }
+  }
+}
+
 } // namespace
 
 ProcessResult run_process(const ProcessSpec& spec) {
@@ -119,25 +174,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
     throw Error(std::string("cannot start a process: ") + std::strerror(errno));
   }
   if (pid == 0) {
-    int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) {
-      ::dup2(devnull, 0);
-    }
-    ::dup2(p_out[1], 1);
-    ::dup2(p_err[1], 2);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
-      int e = errno;
-      ssize_t w = ::write(p_exec[1], &e, sizeof(e));
-      (void)w;
-      ::_exit(127);
-    }
-    ::execve(exe.c_str(), args.data(), spec.env ? envp.data() : environ);
-    int e = errno;
-    ssize_t w = ::write(p_exec[1], &e, sizeof(e));
-    (void)w;
-    ::_exit(127);
+    exec_child(spec, exe, args.data(), spec.env ? envp.data() : nullptr, p_out[1], p_err[1], p_exec[1]);
   }
   ::close(p_out[1]);
   ::close(p_err[1]);
@@ -145,35 +182,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
   int exec_errno = 0;
   ssize_t got = ::read(p_exec[0], &exec_errno, sizeof(exec_errno));
   ::close(p_exec[0]);
-  struct pollfd fds[2] = {{p_out[0], POLLIN, 0}, {p_err[0], POLLIN, 0}};
-  int open_count = 2;
-  char buf[65536];
-  while (open_count > 0) {
-    int r = ::poll(fds, 2, -1);
-    if (r < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
-        continue;
-      }
-      ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
-      if (n > 0) {
-        write_all(i == 0 ? out_fd : err_fd, buf, static_cast<size_t>(n));
-        if (i == 0 && spec.capture_stdout) {
-          spec.capture_stdout->append(buf, static_cast<size_t>(n));
-        }
-        write_all(spec.tee_fd, buf, static_cast<size_t>(n));
-      } else if (n == 0 || (n < 0 && errno != EINTR)) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_count;
-      }
-    }
-  }
+  pump_output(spec, p_out[0], p_err[0], out_fd, err_fd);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

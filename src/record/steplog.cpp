@@ -183,6 +183,8 @@ void parse_trace(const json& v, const char* key, std::vector<std::pair<std::stri
 
 } // namespace
 
+// Long because it is the one place every key of a step record is checked, each with its own
+// message; the cases read best as one list.
 ParsedStep parse_step_line(std::string_view line, const std::string& path, long lineno) {
   json j;
   try {

@@ -61,6 +61,117 @@ std::string dataset_sentence(const DatasetDelta& d) {
   return s;
 }
 
+namespace {
+
+void section(std::string& o, const Style& st, const char* title) { o += "\n" + st.bold(title) + "\n"; }
+
+void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
+  bool any_material = false, any_info = false, any_vol = false;
+  for (const auto& m : r.meta) {
+    any_material = any_material || m.kind == MetaDelta::Kind::material;
+    any_info = any_info || m.kind != MetaDelta::Kind::material && m.kind != MetaDelta::Kind::volatile_field;
+    any_vol = any_vol || m.kind == MetaDelta::Kind::volatile_field;
+  }
+  section(o, st, "Metadata differences (most likely explanation first)");
+  if (!any_material) {
+    o += "  none\n";
+  }
+  if (r.dataset.any()) {
+    o += "  [dataset] " + dataset_sentence(r.dataset) + "\n";
+  }
+  for (const auto& m : r.meta) {
+    if (m.kind == MetaDelta::Kind::material && m.key != "data.files") {
+      o += fmt::format("  [{}] {}: {} -> {}\n", m.category, m.key, meta_value(m.a), meta_value(m.b));
+    }
+  }
+  if (any_info) {
+    o += st.dim("  not counted:") + "\n";
+    for (const auto& m : r.meta) {
+      const char* why = m.kind == MetaDelta::Kind::informational ? "cannot change a result"
+                        : m.kind == MetaDelta::Kind::varied      ? "varied on purpose"
+                        : m.kind == MetaDelta::Kind::ignored     ? "ignored (--ignore-meta)"
+                                                                 : nullptr;
+      if (why) {
+        o += st.dim(fmt::format("    {}: {} -> {} ({})", m.key, meta_value(m.a), meta_value(m.b), why)) + "\n";
+      }
+    }
+  }
+  if (any_vol) {
+    std::string keys;
+    for (const auto& m : r.meta) {
+      if (m.kind == MetaDelta::Kind::volatile_field) {
+        keys += (keys.empty() ? "" : ", ") + m.key;
+      }
+    }
+    o += st.dim("  expected to differ: " + keys) + "\n";
+  }
+}
+
+void magnitude_text(std::string& o, const Style& st, const Divergence& d) {
+  section(o, st, "Magnitude at that step");
+  o += fmt::format("  loss: A {}  B {}  |diff| {:.3g}  {} ulp  relative {:.3g}\n", num(d.loss_a), num(d.loss_b),
+                   std::fabs(d.loss_a - d.loss_b), d.loss_ulps, d.loss_rel);
+  for (size_t i = 0; i < d.tensors.size() && i < 12; ++i) {
+    const auto& t = d.tensors[i];
+    if (t.has_norm) {
+      o += fmt::format("  {}: norm A {}  B {}  relative {:.3g}\n", t.name, num(t.norm_a), num(t.norm_b), t.rel);
+    } else {
+      o += fmt::format("  {}: checksum differs\n", t.name);
+    }
+  }
+  if (d.tensors.size() > 12) {
+    o += fmt::format("  ... and {} more tensors\n", d.tensors.size() - 12);
+  }
+}
+
+void divergence_text(std::string& o, const Style& st, const DiffResult& r) {
+  const Divergence& d = r.divergence;
+  section(o, st, "First divergence");
+  if (!d.found) {
+    o += fmt::format("  none: {} step records compared\n", r.steps_compared);
+    return;
+  }
+  o += fmt::format("  step {}{} (line {}): {}\n", d.step, d.epoch >= 0 ? fmt::format(", epoch {}", d.epoch) : "",
+                   d.line, st.bold(d.classification()));
+  o += "  " + d.detail + "\n";
+  if (!d.first_tensor.empty()) {
+    o += fmt::format("  first tensor in model order: {}\n", d.first_tensor);
+  }
+  if (!d.trace_phase.empty()) {
+    o += fmt::format("  trace: first differing entry is {} {}\n", d.trace_phase, d.trace_entry);
+  }
+  if (d.loss_differs_from > 0 && d.loss_differs_from != d.step) {
+    o += fmt::format("  the loss differs from step {}\n", d.loss_differs_from);
+  }
+  if (d.has_loss) {
+    magnitude_text(o, st, d);
+  }
+  if (r.growth.size() > 1) {
+    section(o, st, "How the gap grows");
+    o += fmt::format("  {:>10}  {:>22}  {:>22}  {:>10}\n", "step", "loss A", "loss B", "|diff|");
+    for (const auto& g : r.growth) {
+      o += fmt::format("  {:>10}  {:>22}  {:>22}  {:>10.3g}{}\n", g.step, num(g.loss_a), num(g.loss_b), g.abs_diff,
+                       g.is_end ? "  (last common step)" : "");
+    }
+  }
+}
+
+void final_metrics_text(std::string& o, const Style& st, const DiffResult& r) {
+  section(o, st, "Final metrics");
+  o += fmt::format("  {:<14}  {:>22}  {:>22}\n", "", "A", "B");
+  for (const char* k : {"status", "steps", "train_loss", "val_loss", "val_accuracy"}) {
+    auto v = [&](const nlohmann::ordered_json& s) {
+      if (!s.contains(k) || s[k].is_null()) {
+        return std::string("-");
+      }
+      return s[k].is_string() ? s[k].get<std::string>() : s[k].dump();
+    };
+    o += fmt::format("  {:<14}  {:>22}  {:>22}\n", k, v(r.a.summary), v(r.b.summary));
+  }
+}
+
+} // namespace
+
 std::string render_diff_text(const DiffResult& r, bool color) {
   Style st{color};
   std::string o;
@@ -68,107 +179,15 @@ std::string render_diff_text(const DiffResult& r, bool color) {
   o += side_line("A", r.a);
   o += side_line("B", r.b);
   o += fmt::format("  mode: {}\n", r.mode);
-
-  auto section = [&](const char* title) { o += "\n" + st.bold(title) + "\n"; };
-  bool any_material = false, any_info = false, any_vol = false;
-  for (const auto& m : r.meta) {
-    any_material = any_material || m.kind == MetaDelta::Kind::material;
-    any_info = any_info || m.kind != MetaDelta::Kind::material && m.kind != MetaDelta::Kind::volatile_field;
-    any_vol = any_vol || m.kind == MetaDelta::Kind::volatile_field;
-  }
   if (r.a.is_run_dir && r.b.is_run_dir) {
-    section("Metadata differences (most likely explanation first)");
-    if (!any_material) {
-      o += "  none\n";
-    }
-    if (r.dataset.any()) {
-      o += "  [dataset] " + dataset_sentence(r.dataset) + "\n";
-    }
-    for (const auto& m : r.meta) {
-      if (m.kind == MetaDelta::Kind::material && m.key != "data.files") {
-        o += fmt::format("  [{}] {}: {} -> {}\n", m.category, m.key, meta_value(m.a), meta_value(m.b));
-      }
-    }
-    if (any_info) {
-      o += st.dim("  not counted:") + "\n";
-      for (const auto& m : r.meta) {
-        const char* why = m.kind == MetaDelta::Kind::informational ? "cannot change a result"
-                          : m.kind == MetaDelta::Kind::varied      ? "varied on purpose"
-                          : m.kind == MetaDelta::Kind::ignored     ? "ignored (--ignore-meta)"
-                                                                   : nullptr;
-        if (why) {
-          o += st.dim(fmt::format("    {}: {} -> {} ({})", m.key, meta_value(m.a), meta_value(m.b), why)) + "\n";
-        }
-      }
-    }
-    if (any_vol) {
-      std::string keys;
-      for (const auto& m : r.meta) {
-        if (m.kind == MetaDelta::Kind::volatile_field) {
-          keys += (keys.empty() ? "" : ", ") + m.key;
-        }
-      }
-      o += st.dim("  expected to differ: " + keys) + "\n";
-    }
+    metadata_text(o, st, r);
   }
-
-  const Divergence& d = r.divergence;
-  section("First divergence");
-  if (!d.found) {
-    o += fmt::format("  none: {} step records compared\n", r.steps_compared);
-  } else {
-    o += fmt::format("  step {}{} (line {}): {}\n", d.step, d.epoch >= 0 ? fmt::format(", epoch {}", d.epoch) : "",
-                     d.line, st.bold(d.classification()));
-    o += "  " + d.detail + "\n";
-    if (!d.first_tensor.empty()) {
-      o += fmt::format("  first tensor in model order: {}\n", d.first_tensor);
-    }
-    if (!d.trace_phase.empty()) {
-      o += fmt::format("  trace: first differing entry is {} {}\n", d.trace_phase, d.trace_entry);
-    }
-    if (d.loss_differs_from > 0 && d.loss_differs_from != d.step) {
-      o += fmt::format("  the loss differs from step {}\n", d.loss_differs_from);
-    }
-    if (d.has_loss) {
-      section("Magnitude at that step");
-      o += fmt::format("  loss: A {}  B {}  |diff| {:.3g}  {} ulp  relative {:.3g}\n", num(d.loss_a), num(d.loss_b),
-                       std::fabs(d.loss_a - d.loss_b), d.loss_ulps, d.loss_rel);
-      for (size_t i = 0; i < d.tensors.size() && i < 12; ++i) {
-        const auto& t = d.tensors[i];
-        if (t.has_norm) {
-          o += fmt::format("  {}: norm A {}  B {}  relative {:.3g}\n", t.name, num(t.norm_a), num(t.norm_b), t.rel);
-        } else {
-          o += fmt::format("  {}: checksum differs\n", t.name);
-        }
-      }
-      if (d.tensors.size() > 12) {
-        o += fmt::format("  ... and {} more tensors\n", d.tensors.size() - 12);
-      }
-    }
-    if (r.growth.size() > 1) {
-      section("How the gap grows");
-      o += fmt::format("  {:>10}  {:>22}  {:>22}  {:>10}\n", "step", "loss A", "loss B", "|diff|");
-      for (const auto& g : r.growth) {
-        o += fmt::format("  {:>10}  {:>22}  {:>22}  {:>10.3g}{}\n", g.step, num(g.loss_a), num(g.loss_b), g.abs_diff,
-                         g.is_end ? "  (last common step)" : "");
-      }
-    }
-  }
+  divergence_text(o, st, r);
   if (r.a.summary.is_object() && r.b.summary.is_object()) {
-    section("Final metrics");
-    o += fmt::format("  {:<14}  {:>22}  {:>22}\n", "", "A", "B");
-    for (const char* k : {"status", "steps", "train_loss", "val_loss", "val_accuracy"}) {
-      auto v = [&](const nlohmann::ordered_json& s) {
-        if (!s.contains(k) || s[k].is_null()) {
-          return std::string("-");
-        }
-        return s[k].is_string() ? s[k].get<std::string>() : s[k].dump();
-      };
-      o += fmt::format("  {:<14}  {:>22}  {:>22}\n", k, v(r.a.summary), v(r.b.summary));
-    }
+    final_metrics_text(o, st, r);
   }
   if (!r.notes.empty()) {
-    section("Notes");
+    section(o, st, "Notes");
     for (const auto& n : r.notes) {
       o += "  " + n + "\n";
     }

@@ -62,6 +62,8 @@ Dataset read_csv(const std::vector<std::string>& files, long& label_column, std:
   return parse_csv(texts, label_column, header, classes);
 }
 
+// One pass over every file's rows, in order (long: header detection, the label column, every
+// per-cell error and the class count share the row loop's state; split, they would pass it around).
 Dataset parse_csv(const std::vector<std::pair<std::string, std::string>>& texts, long& label_column,
                   std::string& header, long classes) {
   Dataset d;
