@@ -32,21 +32,10 @@ uint64_t ulp_distance(double a, double b) {
 }
 
 const char* divergence_kind_name(DivergenceKind k) {
-  switch (k) {
-  case DivergenceKind::none:
-    return "";
-  case DivergenceKind::data_order:
-    return "data order";
-  case DivergenceKind::initial_state:
-    return "initial state";
-  case DivergenceKind::computation:
-    return "computation";
-  case DivergenceKind::ended_early:
-    return "run ended early";
-  case DivergenceKind::steps_differ:
-    return "steps differ";
-  }
-  return "";
+  // In the order of enum class DivergenceKind.
+  static constexpr const char* k_names[] = {"", "data order", "initial state", "computation", "run ended early",
+                                            "steps differ"};
+  return k_names[static_cast<size_t>(k)];
 }
 
 bool localizable(DivergenceKind k) {

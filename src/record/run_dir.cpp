@@ -72,6 +72,12 @@ long checkpoint_name_step(const std::string& name) {
   return std::strtol(digits.c_str(), nullptr, 10);
 }
 
+// Written atomically, never through a symbolic link.
+void write_json(const std::string& path, const ojson& j) {
+  refuse_link(path);
+  write_file_atomic(path, j.dump(2) + "\n");
+}
+
 ojson read_json_object(const std::string& path, const char* what) {
   try {
     ojson j = ojson::parse(read_file(path));
@@ -132,23 +138,10 @@ RunLock::~RunLock() {
 // ---- RunDir -------------------------------------------------------------------------------------
 
 const char* RunDir::name(RunFile f) {
-  switch (f) {
-  case RunFile::manifest:
-    return "manifest.json";
-  case RunFile::steps:
-    return "steps.jsonl";
-  case RunFile::evals:
-    return "evals.jsonl";
-  case RunFile::summary:
-    return "summary.json";
-  case RunFile::lock:
-    return ".lock";
-  case RunFile::stdout_log:
-    return "stdout.txt";
-  case RunFile::stderr_log:
-    return "stderr.txt";
-  }
-  return "?";
+  // In the order of enum class RunFile.
+  static constexpr const char* k_names[] = {"manifest.json", "steps.jsonl", "evals.jsonl", "summary.json",
+                                            ".lock",         "stdout.txt",  "stderr.txt"};
+  return k_names[static_cast<size_t>(f)];
 }
 
 bool RunDir::holds_run(const std::string& path) { return exists_no_follow(join(path, name(RunFile::manifest))); }
@@ -198,11 +191,7 @@ RunLock RunDir::lock() const {
   return RunLock(fd);
 }
 
-void RunDir::write_manifest(const ojson& manifest) const {
-  std::string path = file(RunFile::manifest);
-  refuse_link(path);
-  write_file_atomic(path, manifest.dump(2) + "\n");
-}
+void RunDir::write_manifest(const ojson& manifest) const { write_json(file(RunFile::manifest), manifest); }
 
 ojson RunDir::read_manifest() const {
   std::string path = file(RunFile::manifest);
@@ -261,9 +250,7 @@ void RunDir::write_summary(const RunSummary& s) const {
   if (s.evals_log) {
     j["evals_log"] = facts_json(*s.evals_log);
   }
-  std::string path = file(RunFile::summary);
-  refuse_link(path);
-  write_file_atomic(path, j.dump(2) + "\n");
+  write_json(file(RunFile::summary), j);
 }
 
 ojson RunDir::read_summary() const {
