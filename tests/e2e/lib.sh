@@ -81,3 +81,51 @@ python_with() {
   done
   return 1
 }
+
+# json_edit FILE KEY=VALUE...: edits a JSON file in place. KEY is dotted ("training.epochs");
+# VALUE is parsed as JSON, else taken as a string. The parent object must exist, and so must the
+# key unless it is added with KEY+=VALUE: a key that moved fails the test instead of leaving the
+# file as it was (which is what sed would do).
+json_edit() {
+  python3 - "$@" <<'PY' || fail "json_edit $*"
+import json, sys
+path, edits = sys.argv[1], sys.argv[2:]
+with open(path) as f:
+    doc = json.load(f)
+for e in edits:
+    add = "+=" in e.split("=", 1)[0] + "="
+    key, value = e.split("+=", 1) if add else e.split("=", 1)
+    try:
+        value = json.loads(value)
+    except ValueError:
+        pass
+    *parents, leaf = key.split(".")
+    node = doc
+    for p in parents:
+        if not isinstance(node, dict) or p not in node:
+            sys.exit(f"json_edit: {path}: no key '{p}' on the way to '{key}'")
+        node = node[p]
+    if not isinstance(node, dict) or (not add and leaf not in node):
+        sys.exit(f"json_edit: {path}: no key '{key}' (use {key}+=VALUE to add one)")
+    node[leaf] = value
+with open(path, "w") as f:
+    json.dump(doc, f, indent=1)
+    f.write("\n")
+PY
+}
+
+# json_get FILE KEY: prints a value of a JSON file (strings raw, the rest as JSON); fails the test
+# when the key is missing.
+json_get() {
+  python3 - "$@" <<'PY' || fail "json_get $*"
+import json, sys
+path, key = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    node = json.load(f)
+for p in key.split("."):
+    if not isinstance(node, dict) or p not in node:
+        sys.exit(f"json_get: {path}: no key '{key}'")
+    node = node[p]
+print(node if isinstance(node, str) else json.dumps(node))
+PY
+}

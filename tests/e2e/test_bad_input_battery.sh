@@ -20,7 +20,7 @@ mkrun badsummary && printf '{"status": ' >"$T/badsummary/summary.json"
 expect_error 'badsummary/summary.json: corrupt summary' "$REPRUN" diff "$R/base" "$T/badsummary"
 mkrun arraymanifest && printf '[1, 2]' >"$T/arraymanifest/manifest.json"
 expect_error 'arraymanifest/manifest.json: manifest has no "format" field' "$REPRUN" diff "$R/base" "$T/arraymanifest"
-mkrun otherformat && sed -i 's#"format": "reprun.run/1"#"format": "mlflow.run/1"#' "$T/otherformat/manifest.json"
+mkrun otherformat && json_edit "$T/otherformat/manifest.json" format=mlflow.run/1
 expect_error "otherformat/manifest.json: unknown format 'mlflow.run/1'" "$REPRUN" diff "$R/base" "$T/otherformat"
 mkrun emptymanifest && : >"$T/emptymanifest/manifest.json"
 expect_error 'emptymanifest/manifest.json: corrupt manifest' "$REPRUN" diff "$R/base" "$T/emptymanifest"

@@ -20,7 +20,7 @@ PYEOF
 # The deliberately divergent check.
 export GITHUB_STEP_SUMMARY="$T/summary.md"
 # 2000 samples, batch 128, 3 epochs: 45 steps with 16 partials per layer each.
-sed -i 's/"hidden": \[16, 16\]/"hidden": [64, 64]/; s/"batch_size": 32/"batch_size": 128/; s/"samples": 600/"samples": 2000/; s/"epochs": 2/"epochs": 3/' "$T/c.json"
+json_edit "$T/c.json" 'model.hidden=[64,64]' training.batch_size=128 data.samples=2000 training.epochs=3
 expect_rc 1 "$REPRUN" check "$T/c.json" -o "$T/w4" --vary threads=4,4 --set determinism.reduction=atomic -q \
   --format json --html "$T/w4.html" --markdown "$T/w4.md"
 python3 - "$T/out" <<'PYEOF' || fail "atomic check did not localize to a backward tensor: $(head -c 3000 "$T/out")"

@@ -20,7 +20,7 @@ JSON
 expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/a" -q
 grep -q '"path": "part-003.csv"' "$T/a/manifest.json" || fail "data files not recorded one by one"
 # The manifest's fingerprint is what `reprun hash` says of the folder.
-fp=$(sed -n 's/.*"fingerprint": "\(sha256:[0-9a-f]*\)".*/\1/p' "$T/a/manifest.json")
+fp=$(json_get "$T/a/manifest.json" data.fingerprint)
 expect_rc 0 "$REPRUN" hash "$T/data"
 grep -q "^$fp " "$T/out" || fail "manifest fingerprint $fp differs from reprun hash: $(cat "$T/out")"
 

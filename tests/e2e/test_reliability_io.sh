@@ -21,7 +21,7 @@ expect_rc 0 "$REPRUN" train --resume "$T/small" -q
 cmp -s "$T/full/steps.jsonl" "$T/small/steps.jsonl" || fail "resume after disk full differs"
 
 # Two writers: the second refuses.
-sed 's/"epochs": 3/"epochs": 2000/' "$T/c.json" >"$T/long.json"
+cp "$T/c.json" "$T/long.json" && json_edit "$T/long.json" training.epochs=2000
 "$REPRUN" train "$T/long.json" -o "$T/busy" -q &
 pid=$!
 for _ in $(seq 200); do [[ -s "$T/busy/steps.jsonl" ]] && break; sleep 0.02; done
@@ -36,7 +36,8 @@ rm "$T/linked/steps.jsonl"
 ln -s "$T/outside.jsonl" "$T/linked/steps.jsonl"
 expect_error 'linked/steps.jsonl: is a symbolic link' "$REPRUN" diff "$T/full" "$T/linked"
 cp -r "$T/small" "$T/linked2"
-sed -i 's/"status": "complete"/"status": "interrupted"/' "$T/linked2/summary.json"
+[[ $(json_get "$T/linked2/summary.json" status) == complete ]] || fail "linked2 did not complete"
+json_edit "$T/linked2/summary.json" status=interrupted
 rm "$T/linked2/steps.jsonl"
 ln -s "$T/outside.jsonl" "$T/linked2/steps.jsonl"
 run_rc "$REPRUN" train --resume "$T/linked2" -q

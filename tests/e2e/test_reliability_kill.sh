@@ -9,7 +9,7 @@ cat >"$T/c.json" <<'JSON'
  "determinism": {"threads": 2}}
 JSON
 expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/full" -q
-total=$(sed -n 's/.*"total_steps": \([0-9]*\).*/\1/p' "$T/full/summary.json")
+total=$(json_get "$T/full/summary.json" total_steps)
 start=$(date +%s%N)
 expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/timing" -q
 run_ns=$(($(date +%s%N) - start))
@@ -28,7 +28,8 @@ for trial in $(seq 1 24); do
     [[ ! -f "$d/summary.json" ]] || fail "trial $trial: a summary without a manifest"
     continue
   fi
-  status=$(sed -n 's/.*"status": "\([^"]*\)".*/\1/p' "$d/summary.json" 2>/dev/null)
+  # A run killed early may have no summary yet: then its status is empty.
+  status=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("status", ""))' "$d/summary.json" 2>/dev/null)
   run_rc "$REPRUN" diff "$T/full" "$d" --ignore-meta config_file
   [[ $RC == 0 || $RC == 1 ]] || fail "trial $trial: diff could not read the killed run (exit $RC): $(cat "$T/err")"
   if [[ $status != complete ]]; then

@@ -2,7 +2,7 @@
 # drawn per process: two runs differ, with 2 or 4 threads, on an idle or a loaded machine.
 source "$(dirname "$0")/lib.sh"
 small_config "$T/c.json" '"determinism": {"reduction": "atomic"}'
-sed -i 's/"hidden": \[16, 16\]/"hidden": [128, 128]/; s/"batch_size": 32/"batch_size": 128/; s/"epochs": 2/"epochs": 12/; s/"samples": 600/"samples": 700/' "$T/c.json"
+json_edit "$T/c.json" 'model.hidden=[128,128]' training.batch_size=128 training.epochs=12 data.samples=700
 expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/r1" --threads 4 -q
 expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/r2" --threads 4 -q
 cmp -s "$T/r1/steps.jsonl" "$T/r2/steps.jsonl" && fail "two atomic runs with 4 threads were identical"

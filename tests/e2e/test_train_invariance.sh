@@ -2,7 +2,7 @@
 # (same batch size), and two fresh processes; with dropout, so the dropout stream is covered too.
 source "$(dirname "$0")/lib.sh"
 small_config "$T/c.json" '"determinism": {"trace": "full"}'
-sed -i 's/"hidden": \[16, 16\]/"hidden": [16, 16], "dropout": 0.2/' "$T/c.json"
+json_edit "$T/c.json" model.dropout+=0.2
 for t in 1 2 3 8; do
   expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/t$t" --threads "$t" -q
 done

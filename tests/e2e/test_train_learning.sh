@@ -1,6 +1,6 @@
 # Learning works: quickstart reaches >= 95% validation accuracy, the wine CSV example >= 90%.
 source "$(dirname "$0")/lib.sh"
-acc() { sed -n 's/.*"val_accuracy": \([0-9.]*\).*/\1/p' "$1/summary.json"; }
+acc() { json_get "$1/summary.json" val_accuracy; }
 expect_rc 0 "$REPRUN" train "$EX/quickstart.json" -o "$T/q" -q
 a=$(acc "$T/q")
 awk -v a="$a" 'BEGIN { exit !(a >= 0.95) }' || fail "quickstart val_accuracy $a < 0.95"

@@ -29,7 +29,7 @@ grep -q 'skipping checkpoint: .*payload SHA-256 does not match' "$T/err" || fail
 cmp -s "$T/full/steps.jsonl" "$T/corrupt/steps.jsonl" || fail "resume past a corrupt checkpoint differs"
 
 # SIGINT: finish the step, checkpoint, status interrupted, exit 130.
-sed 's/"epochs": 2/"epochs": 400/' "$T/c.json" >"$T/long.json"
+cp "$T/c.json" "$T/long.json" && json_edit "$T/long.json" training.epochs=400
 expect_rc 0 "$REPRUN" train "$T/long.json" -o "$T/long_full" -q --set training.steps=3000 --set training.epochs=null
 "$REPRUN" train "$T/long.json" -o "$T/int" -q --set training.steps=3000 --set training.epochs=null &
 pid=$!
