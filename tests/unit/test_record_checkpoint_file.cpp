@@ -21,14 +21,7 @@ struct Tensors {
   std::vector<NamedTensor> list() { return {{"dense_1.weight", w.data(), w.size()}, {"dense_1.bias", b.data(), b.size()}}; }
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 } // namespace
 

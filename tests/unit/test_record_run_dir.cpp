@@ -18,14 +18,7 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 ojson minimal_manifest() { return ojson{{"format", k_run_format}, {"kind", "train"}}; }
 

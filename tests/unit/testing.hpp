@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 namespace testing {
@@ -38,6 +39,16 @@ inline void write(const std::string& path, const std::string& content) {
 inline void backdate(const std::string& path, int seconds = 3600) {
   auto t = std::filesystem::last_write_time(path) - std::chrono::seconds(seconds);
   std::filesystem::last_write_time(path, t);
+}
+
+// The message of the exception `f` throws, or "(no error)".
+template <class F> std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 } // namespace testing
