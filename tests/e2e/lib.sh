@@ -82,32 +82,53 @@ python_with() {
   return 1
 }
 
-# json_edit FILE KEY=VALUE...: edits a JSON file in place. KEY is dotted ("training.epochs");
-# VALUE is parsed as JSON, else taken as a string. The parent object must exist, and so must the
-# key unless it is added with KEY+=VALUE: a key that moved fails the test instead of leaving the
-# file as it was (which is what sed would do).
+# json_edit FILE EDIT...: edits a JSON file in place. Each EDIT is one of
+#   KEY=VALUE   sets a key that is there;
+#   KEY+=VALUE  sets a key, adding it when it is not there;
+#   KEY:delete  removes a key that is there.
+# KEY is dotted ("training.epochs"); VALUE is parsed as JSON, else taken as a string (so KEY=null
+# sets null; use KEY:delete to remove a key). Every parent object must exist, and so must the key
+# unless it is added with +=: a key that moved fails the test instead of leaving the file as it
+# was (which is what sed would do). Nothing is written unless every edit applies.
 json_edit() {
   python3 - "$@" <<'PY' || fail "json_edit $*"
 import json, sys
+if len(sys.argv) < 3:
+    sys.exit("json_edit: usage: json_edit FILE KEY=VALUE|KEY+=VALUE|KEY:delete...")
 path, edits = sys.argv[1], sys.argv[2:]
 with open(path) as f:
     doc = json.load(f)
 for e in edits:
-    add = "+=" in e.split("=", 1)[0] + "="
-    key, value = e.split("+=", 1) if add else e.split("=", 1)
-    try:
-        value = json.loads(value)
-    except ValueError:
-        pass
+    if "=" in e:
+        key, value = e.split("=", 1)
+        op = "add" if key.endswith("+") else "set"
+        key = key[:-1] if op == "add" else key
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+    elif e.endswith(":delete"):
+        key, op = e[:-len(":delete")], "delete"
+    else:
+        sys.exit(f"json_edit: '{e}' is none of KEY=VALUE, KEY+=VALUE, KEY:delete")
+    if not key or "" in key.split("."):
+        sys.exit(f"json_edit: '{e}' has an empty key")
     *parents, leaf = key.split(".")
     node = doc
     for p in parents:
         if not isinstance(node, dict) or p not in node:
             sys.exit(f"json_edit: {path}: no key '{p}' on the way to '{key}'")
         node = node[p]
-    if not isinstance(node, dict) or (not add and leaf not in node):
-        sys.exit(f"json_edit: {path}: no key '{key}' (use {key}+=VALUE to add one)")
-    node[leaf] = value
+    if not isinstance(node, dict):
+        where = ".".join(parents) or "the top level"
+        sys.exit(f"json_edit: {path}: {where} is not an object, on the way to '{key}'")
+    if op != "add" and leaf not in node:
+        hint = "" if op == "delete" else f" (use {key}+=VALUE to add one)"
+        sys.exit(f"json_edit: {path}: no key '{key}'{hint}")
+    if op == "delete":
+        del node[leaf]
+    else:
+        node[leaf] = value
 with open(path, "w") as f:
     json.dump(doc, f, indent=1)
     f.write("\n")

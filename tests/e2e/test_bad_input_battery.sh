@@ -53,6 +53,23 @@ cat >"$T/c.json" <<'JSON'
  "model": {"hidden": [8]}, "training": {"batch_size": 16, "epochs": 2, "checkpoint_every": 5, "checkpoint_keep": 1}}
 JSON
 expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/ref" -q
+# ckpt_set_format FILE OLD NEW: a checkpoint is 8 bytes of magic, a one-line JSON header, then the
+# binary payload. This rewrites the header's "format" from OLD to NEW as JSON (sed on the bytes
+# did nothing if the key or its value moved), leaving magic and payload as they were.
+ckpt_set_format() {
+  python3 - "$@" <<'PY' || fail "ckpt_set_format $*"
+import json, sys
+path, old, new = sys.argv[1:]
+data = open(path, "rb").read()
+nl = data.index(b"\n", 8)
+header = json.loads(data[8:nl])
+if header.get("format") != old:
+    sys.exit(f"ckpt_set_format: {path}: header format is {header.get('format')!r}, not {old!r}")
+header["format"] = new
+with open(path, "wb") as f:
+    f.write(data[:8] + json.dumps(header, separators=(",", ":")).encode() + data[nl:])
+PY
+}
 ckpt_case() { # ckpt_case NAME EXPECTED_NOTE COMMAND-TO-BREAK-THE-CHECKPOINT
   local name=$1 note=$2 breaker=$3
   run_rc "$REPRUN" train "$T/c.json" -o "$T/$name" -q --kill-after-step 12
@@ -67,7 +84,7 @@ ckpt_case() { # ckpt_case NAME EXPECTED_NOTE COMMAND-TO-BREAK-THE-CHECKPOINT
 ckpt_case truncated 'payload is [0-9]+ bytes, header says [0-9]+ \(truncated\)' 'truncate -s -100 "$ck"'
 ckpt_case badmagic 'not a reprun checkpoint \(bad magic\)' 'printf "XXXXXXXX" | dd of="$ck" conv=notrunc status=none'
 ckpt_case digest 'payload SHA-256 does not match' 'printf "\x01\x02\x03" | dd of="$ck" bs=1 seek=$(($(stat -c %s "$ck") - 8)) conv=notrunc status=none'
-ckpt_case future 'checkpoint format version 7 is newer' 'sed -i "s#reprun.checkpoint/1#reprun.checkpoint/7#" "$ck"'
+ckpt_case future 'checkpoint format version 7 is newer' 'ckpt_set_format "$ck" reprun.checkpoint/1 reprun.checkpoint/7'
 ckpt_case emptyck 'not a reprun checkpoint' ': >"$ck"'
 # A checkpoint from another configuration.
 run_rc "$REPRUN" train "$T/c.json" -o "$T/other" -q --set model.hidden=[9] --kill-after-step 12

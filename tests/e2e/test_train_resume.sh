@@ -42,7 +42,8 @@ wait "$pid"
 rc=$?
 [[ $rc == 130 ]] || fail "SIGINT: expected exit 130, got $rc"
 grep -q '"status": "interrupted"' "$T/int/summary.json" || fail "SIGINT: status is not interrupted"
-n=$(tail -n 1 "$T/int/steps.jsonl" | sed 's/^{"step":\([0-9]*\),.*/\1/')
+tail -n 1 "$T/int/steps.jsonl" >"$T/last_step.json"
+n=$(json_get "$T/last_step.json" step)
 [[ -f "$T/int/checkpoints/step-$(printf %09d "$n").ckpt" ]] || fail "SIGINT: no checkpoint at the last step $n"
 expect_rc 0 "$REPRUN" train --resume "$T/int" -q
 cmp -s "$T/long_full/steps.jsonl" "$T/int/steps.jsonl" || fail "resume after SIGINT differs"
