@@ -3,16 +3,19 @@
 #include "reprun/audit/diff.hpp"
 #include "reprun/audit/localize.hpp"
 #include "reprun/core/error.hpp"
+#include "reprun/record/run_dir.hpp"
 #include "reprun/record/step_record.hpp"
 #include "testing.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 using namespace reprun;
 using ojson = nlohmann::ordered_json;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -207,4 +210,405 @@ TEST_CASE("localize: a replay's trace entry becomes a phase, a layer and a tenso
   CHECK(l.note.empty());
   CHECK_FALSE(localize(original, DiffResult{}, 5, 3).found);
   CHECK(localize(original, replay, 5, 2).note.find("attempt 2") != std::string::npos);
+}
+
+namespace {
+
+// A run directory holding `log` as its steps.jsonl, a minimal manifest and a summary.
+std::string make_run(const testing::TempDir& t, const std::string& name, const std::string& log, double lr = 0.1,
+                     int threads = 2, const std::string& status = "complete") {
+  RunDir run = RunDir::create(t / name);
+  run.write_manifest(ojson{{"format", k_run_format},
+                           {"kind", "train"},
+                           {"created", name},
+                           {"config", {{"optimizer", {{"lr", lr}}}, {"determinism", {{"threads", threads}}}}}});
+  testing::write(run.file(RunFile::steps), log);
+  RunSummary s;
+  s.status = status;
+  run.write_summary(s);
+  return run.path();
+}
+
+const MetaDelta* delta(const std::vector<MetaDelta>& v, const std::string& key) {
+  for (const auto& d : v) {
+    if (d.key == key) {
+      return &d;
+    }
+  }
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("diff: run directories compare their manifests as well as their logs") {
+  testing::TempDir t;
+  const std::string a = make_run(t, "a", log_of(3));
+  SUBCASE("identical, with volatile and not-counted fields differing") {
+    DiffResult r = diff_runs(a, make_run(t, "b", log_of(3), 0.1, 8), {});
+    CHECK(r.identical);
+    CHECK(r.a.is_run_dir);
+    CHECK(r.a.status == "complete");
+    CHECK(r.a.lines == 4);
+    CHECK(r.a.last_step == 3);
+    CHECK(r.verdict == "IDENTICAL: 4 step records bitwise identical, metadata matches");
+    REQUIRE(r.meta.size() == 2);
+    CHECK(r.meta[0].key == "config.determinism.threads");
+    CHECK(r.meta[0].kind == MetaDelta::Kind::informational);
+    CHECK(r.meta[1].key == "created");
+    CHECK(r.meta[1].kind == MetaDelta::Kind::volatile_field);
+    CHECK(r.material_meta_count() == 0);
+  }
+  SUBCASE("the same steps under another config") {
+    DiffResult r = diff_runs(a, make_run(t, "b", log_of(3), 0.2), {});
+    CHECK_FALSE(r.identical);
+    CHECK_FALSE(r.divergence.found);
+    CHECK(r.verdict == "DIFFERENT: step records identical, but 1 metadata field differs");
+    CHECK(r.meta[0].key == "config.optimizer.lr");
+    CHECK(r.meta[0].a == "0.1");
+    CHECK(r.meta[0].b == "0.2");
+    CHECK(r.meta[0].category == "config");
+    CHECK(r.meta[0].rank == 2);
+    // Ignored on request: then the runs are the same.
+    DiffOptions opt;
+    opt.ignore_meta = {"config.optimizer"};
+    DiffResult ignored = diff_runs(a, t / "b", opt);
+    CHECK(ignored.identical);
+    CHECK(delta(ignored.meta, "config.optimizer.lr")->kind == MetaDelta::Kind::ignored);
+  }
+  SUBCASE("diverging steps and metadata in one verdict") {
+    const std::string b = make_run(t, "b", replace_line(log_of(3), 2, line(2, 0.75)), 0.2);
+    CHECK(diff_runs(a, b, {}).verdict == "DIFFERENT: runs part at step 2 (computation); 1 metadata field differs");
+  }
+  SUBCASE("a run that stopped, with its status") {
+    DiffResult r = diff_runs(a, make_run(t, "b", log_of(1), 0.1, 2, "interrupted"), {});
+    CHECK(r.divergence.kind == DivergenceKind::ended_early);
+    CHECK(r.divergence.detail == "B stops after 2 records, A has 4; statuses: A complete, B interrupted");
+    CHECK(r.verdict == "DIFFERENT: run ended early (B stops after 2 records, A has 4)");
+  }
+  SUBCASE("equal logs, different statuses: a note") {
+    DiffResult r = diff_runs(a, make_run(t, "b", log_of(3), 0.1, 2, "interrupted"), {});
+    CHECK(r.identical);
+    CHECK(r.notes == std::vector<std::string>{"statuses differ: A complete, B interrupted"});
+  }
+  SUBCASE("a run directory against a bare log") {
+    DiffResult r = diff_runs(a, a + "/steps.jsonl", {});
+    CHECK(r.identical);
+    CHECK(r.verdict == "IDENTICAL: 4 step records bitwise identical");
+    CHECK(r.notes == std::vector<std::string>{"one side is a run directory, the other a bare step log: metadata not compared"});
+    CHECK(r.b.status.empty());
+  }
+  SUBCASE("a folder that is no run, a path that is nothing") {
+    fs::create_directories(t / "empty");
+    CHECK(testing::error_of([&] { diff_runs(a, t / "empty", {}); }) == t / "empty" + ": not a run directory (no manifest.json)");
+    CHECK(testing::error_of([&] { diff_runs(t / "nope", a, {}); }) ==
+          t / "nope" + ": no such file or directory (expected a run directory or a steps.jsonl file)");
+    RunDir nolog = RunDir::create(t / "nolog");
+    nolog.write_manifest(ojson{{"format", k_run_format}});
+    CHECK(testing::error_of([&] { diff_runs(a, t / "nolog", {}); }) == t / "nolog" + ": run directory has no steps.jsonl");
+  }
+}
+
+TEST_CASE("diff: the first differing tensor is named in model order, with its norms") {
+  // Model order here is weight, then bias (not the alphabetical order).
+  const std::string base = log_of(3);
+  std::string both = line(2, 0.5, "b", "w2");
+  const auto bias_at = both.find("\"b1\"");
+  both.replace(bias_at, 4, "\"b2\"");
+  DiffResult r = diff_texts(base, replace_line(base, 2, both));
+  CHECK(r.divergence.kind == DivergenceKind::computation);
+  CHECK(r.divergence.first_tensor == "dense_1.weight");
+  REQUIRE(r.divergence.tensors.size() == 2);
+  CHECK(r.divergence.tensors[1].name == "dense_1.bias");
+  CHECK(r.divergence.tensors[0].has_norm);
+  CHECK(r.divergence.tensors[0].rel == 0.0); // the norms agree, the checksums do not
+  CHECK(r.divergence.detail == "same batch; dense_1.weight differs");
+  // Only the bias: the bias is named.
+  std::string bias_only = line(2, 0.5);
+  bias_only.replace(bias_only.find("\"b1\""), 4, "\"b2\"");
+  CHECK(diff_texts(base, replace_line(base, 2, bias_only)).divergence.first_tensor == "dense_1.bias");
+  // A norm that differs, and a tensor missing from B.
+  std::string norm = line(2, 0.5);
+  norm.replace(norm.find("1.5"), 3, "3.0");
+  DiffResult n = diff_texts(base, replace_line(base, 2, norm));
+  REQUIRE(n.divergence.tensors.size() == 1);
+  CHECK(n.divergence.tensors[0].norm_a == 1.5);
+  CHECK(n.divergence.tensors[0].norm_b == 3.0);
+  CHECK(n.divergence.tensors[0].rel == 0.5);
+  const std::string no_weight = "{\"step\":2,\"epoch\":0,\"loss\":0.5,\"batch\":\"b\",\"tensors\":{\"dense_1.bias\":{\"xxh3\":\"b1\",\"norm\":0.5}}}\n";
+  CHECK(diff_texts(base, replace_line(base, 2, no_weight)).divergence.first_tensor == "dense_1.weight (missing in B)");
+}
+
+TEST_CASE("diff: trace full in each phase, with step and line") {
+  const std::string head = line(0, 0) + line(1, 1, "b", "w1", "g1");
+  SUBCASE("forward") {
+    std::string b = line(2, 0.5, "b", "w1", "g1");
+    b.replace(b.find("\"l\""), 3, "\"L\"");
+    DiffResult r = diff_texts(head + line(2, 0.5, "b", "w1", "g1"), head + b);
+    CHECK(r.divergence.step == 2);
+    CHECK(r.divergence.line == 3);
+    CHECK(r.divergence.trace_phase == "forward");
+    CHECK(r.divergence.trace_entry == "dense_1.logits");
+    CHECK(r.divergence.detail == "same batch; first difference in forward at dense_1.logits");
+  }
+  SUBCASE("backward") {
+    DiffResult r = diff_texts(head + line(2, 0.5, "b", "w1", "g1"), head + line(2, 0.5, "b", "w1", "g2"));
+    CHECK(r.divergence.trace_phase == "backward");
+    CHECK(r.divergence.trace_entry == "dense_1.weight.grad");
+  }
+  SUBCASE("update: the traces agree, the weights after the update do not") {
+    DiffResult r = diff_texts(head + line(2, 0.5, "b", "w1", "g1"), head + line(2, 0.5, "b", "w2", "g1"));
+    CHECK(r.divergence.kind == DivergenceKind::computation);
+    CHECK(r.divergence.trace_phase == "update");
+    CHECK(r.divergence.trace_entry == "dense_1.weight");
+  }
+  SUBCASE("trace entries are not compared in tolerance mode") {
+    DiffOptions opt;
+    opt.atol = 1e-9;
+    DiffResult r = diff_texts(head + line(2, 0.5, "b", "w1", "g1"), head + line(2, 0.5, "b", "w1", "g2"), opt);
+    CHECK(r.identical);
+  }
+}
+
+TEST_CASE("diff: data order from the epoch, initial state from step 0, and the note without a step-0 record") {
+  const std::string base = log_of(3);
+  std::string other_epoch = line(2, 0.5);
+  other_epoch.replace(other_epoch.find("\"epoch\":0"), 9, "\"epoch\":1");
+  DiffResult e = diff_texts(base, replace_line(base, 2, other_epoch));
+  CHECK(e.divergence.kind == DivergenceKind::data_order);
+  CHECK(e.divergence.step == 2);
+  DiffResult d = diff_texts(base, replace_line(base, 1, line(1, 1.0, "c")));
+  CHECK(d.divergence.detail == "the batch fingerprint differs (b vs c)");
+  CHECK(d.divergence.line == 2);
+  // The step-0 record differs: whatever differs, it is the initial state.
+  DiffResult i = diff_texts(base, replace_line(base, 0, line(0, 0, "b", "w9")));
+  CHECK(i.divergence.detail == "the weights differ before any update");
+  CHECK(i.divergence.line == 1);
+  CHECK(i.verdict == "DIFFERENT: runs part at step 0 (initial state)");
+  // Logs that start at step 1 cannot tell initial weights from computation.
+  DiffResult n = diff_texts(line(1, 1.0), line(1, 1.0, "b", "w2"));
+  CHECK(n.divergence.kind == DivergenceKind::computation);
+  CHECK(n.notes == std::vector<std::string>{
+                       "the logs have no step-0 record, so initial weights cannot be told apart from computation"});
+}
+
+TEST_CASE("diff: how the gap grows after the divergence") {
+  std::string a = line(0, 0), b = line(0, 0);
+  for (long s = 1; s <= 25; ++s) {
+    a += line(s, 1.0);
+    b += line(s, s < 3 ? 1.0 : 1.0 + 0.01 * static_cast<double>(s), "b", s < 3 ? "w1" : "w2");
+  }
+  DiffResult r = diff_texts(a, b);
+  CHECK(r.divergence.step == 3);
+  CHECK(r.divergence.loss_differs_from == 3);
+  // The divergence, then 1 and 10 steps after it, then the last common step.
+  REQUIRE(r.growth.size() == 4);
+  CHECK(r.growth[0].step == 3);
+  CHECK(r.growth[1].step == 4);
+  CHECK(r.growth[2].step == 13);
+  CHECK(r.growth[3].step == 25);
+  CHECK(r.growth[3].is_end);
+  CHECK_FALSE(r.growth[2].is_end);
+  CHECK(r.growth[3].abs_diff == doctest::Approx(0.25));
+  CHECK(r.loss_series.size() == 25);
+  CHECK(r.loss_series.front().first == 1);
+  // A divergence with the same loss: where the loss starts to differ is found later.
+  std::string c = line(0, 0), d = line(0, 0);
+  for (long s = 1; s <= 6; ++s) {
+    c += line(s, 1.0);
+    d += line(s, s < 5 ? 1.0 : 2.0, "b", s < 2 ? "w1" : "w2");
+  }
+  DiffResult g = diff_texts(c, d);
+  CHECK(g.divergence.step == 2);
+  CHECK(g.divergence.loss_differs_from == 5);
+}
+
+TEST_CASE("diff: tolerance with atol, rtol and ULPs; NaN never within tolerance") {
+  const std::string a = line(0, 0) + line(1, 1.0);
+  const std::string b = line(0, 0) + line(1, 1.001);
+  DiffOptions atol;
+  atol.atol = 0.01;
+  CHECK(diff_texts(a, b, atol).identical);
+  CHECK(diff_texts(a, b, atol).mode == "tolerance (atol=0.01); checksums informational");
+  CHECK(diff_texts(a, b, atol).verdict == "IDENTICAL: 2 step records match within tolerance");
+  atol.atol = 1e-4;
+  CHECK_FALSE(diff_texts(a, b, atol).identical);
+  DiffOptions rtol;
+  rtol.rtol = 1e-4;
+  CHECK_FALSE(diff_texts(a, b, rtol).identical);
+  DiffOptions ulps;
+  ulps.max_ulps = 4;
+  const std::string c = line(0, 0) + line(1, std::nextafter(std::nextafter(1.0, 2.0), 2.0));
+  CHECK(diff_texts(a, c, ulps).identical);
+  ulps.max_ulps = 1;
+  DiffResult u = diff_texts(a, c, ulps);
+  CHECK_FALSE(u.identical);
+  CHECK(u.divergence.loss_ulps == 2);
+  CHECK(u.divergence.loss_differs_from == 1);
+  DiffOptions all;
+  all.rtol = 0.5;
+  all.atol = 0.25;
+  all.max_ulps = 3;
+  CHECK(diff_texts(a, a, all).mode == "tolerance (rtol=0.5 atol=0.25 max-ulps=3); checksums informational");
+  // Checksums are informational in tolerance mode when both sides have norms.
+  const std::string w = line(0, 0) + line(1, 1.0, "b", "w2");
+  CHECK(diff_texts(a, w, atol).identical);
+  CHECK_FALSE(diff_texts(a, w).identical);
+  // NaN equals itself bit for bit, but never within a tolerance, not even on identical lines.
+  const std::string nan = line(0, 0) + line(1, std::nan(""));
+  CHECK(diff_texts(nan, nan).identical);
+  DiffResult t = diff_texts(nan, nan, rtol);
+  CHECK_FALSE(t.identical);
+  CHECK(t.divergence.kind == DivergenceKind::computation);
+  CHECK(t.divergence.step == 1);
+  // +0 and -0: equal values within any tolerance.
+  const std::string pz = line(0, 0) + line(1, 0.0), nz = line(0, 0) + line(1, -0.0);
+  CHECK(diff_texts(pz, nz, rtol).identical);
+}
+
+TEST_CASE("ulp_distance across zero, signs and infinities") {
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  CHECK(ulp_distance(1.0, 1.0) == 0);
+  CHECK(ulp_distance(tiny, -tiny) == 2);
+  CHECK(ulp_distance(-tiny, 0.0) == 1);
+  CHECK(ulp_distance(2.0, 1.0) == ulp_distance(1.0, 2.0));
+  CHECK(ulp_distance(1.0, 2.0) == (1ULL << 52));
+  CHECK(ulp_distance(std::numeric_limits<double>::max(), std::numeric_limits<double>::infinity()) == 1);
+  CHECK(ulp_distance(-1.0, 1.0) == 2 * ulp_distance(0.0, 1.0));
+  CHECK(ulp_distance(1.0, std::nan("")) == std::numeric_limits<uint64_t>::max());
+}
+
+TEST_CASE("diff: duplicate steps, garbage after the shorter log ends, and a cut-short last line") {
+  CHECK(testing::error_of([] { diff_texts(log_of(1) + line(1, 1.0), log_of(1) + line(1, 1.0)); }).find(
+            "a.jsonl:3: step 1 after step 1 (duplicate or decreasing step)") != std::string::npos);
+  CHECK(testing::error_of([] { diff_texts(log_of(2), log_of(1) + line(0, 0)); }).find(
+            "b.jsonl:3: step 0 after step 1 (duplicate or decreasing step)") != std::string::npos);
+  CHECK(testing::error_of([] { diff_texts(log_of(2) + "garbage\n", log_of(2)); }).find(
+            "a.jsonl:4: not valid JSON (at byte 1): garbage") != std::string::npos);
+  testing::TempDir t;
+  testing::write(t / "a.jsonl", log_of(2));
+  testing::write(t / "b.jsonl", log_of(2) + "{\"st");
+  DiffResult r = diff_runs(t / "a.jsonl", t / "b.jsonl", {});
+  CHECK(r.identical);
+  CHECK(r.b.partial_tail == 4);
+  CHECK(r.notes == std::vector<std::string>{t / "b.jsonl" + ": last line is incomplete (4 bytes, a write cut short): ignored"});
+  // Two empty logs are identical; an empty log against a full one ended early at step 0.
+  CHECK(diff_texts("", "").verdict == "IDENTICAL: 0 step records bitwise identical");
+  DiffResult e = diff_texts("", log_of(1));
+  CHECK(e.divergence.kind == DivergenceKind::ended_early);
+  CHECK(e.divergence.step == 0);
+  CHECK(e.divergence.line == 1);
+  CHECK(e.divergence.detail == "A stops after 0 records, B has 2; statuses: A (bare log), B (bare log)");
+}
+
+TEST_CASE("manifest diff: absent keys, data files, varied and ignored keys, and the order of classes") {
+  ojson a = {{"format", "reprun.run/1"},
+             {"host", {{"hostname", "h1"}, {"cpu_model", "x"}, {"memory", 1}}},
+             {"seeds", {{"init", 1}}},
+             {"env", {{"OMP_NUM_THREADS", "1"}}},
+             {"data", {{"files", {{{"path", "d.csv"}, {"size", 10u}, {"sha256", "aa"}},
+                                  {{"path", "gone.csv"}, {"size", 5u}, {"sha256", "bb"}}}}}}};
+  ojson b = a;
+  b["host"]["hostname"] = "h2";
+  b["host"]["cpu_model"] = "y";
+  b["host"]["memory"] = 2;
+  b["seeds"]["init"] = 2;
+  b["env"].erase("OMP_NUM_THREADS");
+  b["gpu"] = {{"name", "H100"}};
+  b["data"]["files"] = {{{"path", "d.csv"}, {"size", 11u}, {"sha256", "cc"}}, {{"path", "new.csv"}, {"size", 3u}}};
+  DatasetDelta ds;
+  auto deltas = diff_manifests(a, b, {}, ds);
+  REQUIRE(ds.changed.size() == 1);
+  CHECK(ds.changed[0].path == "d.csv");
+  CHECK(ds.changed[0].size_a == 10);
+  CHECK(ds.changed[0].size_b == 11);
+  REQUIRE(ds.added.size() == 1);
+  CHECK(ds.added[0].path == "new.csv");
+  REQUIRE(ds.removed.size() == 1);
+  CHECK(ds.removed[0].path == "gone.csv");
+  // Material by rank (dataset, seeds, gpu, cpu, environment, host), then volatile.
+  std::vector<std::string> keys;
+  for (const auto& d : deltas) {
+    keys.push_back(d.key);
+  }
+  CHECK(keys == std::vector<std::string>{"data.files", "seeds.init", "gpu.name", "host.cpu_model",
+                                         "env.OMP_NUM_THREADS", "host.memory", "host.hostname"});
+  CHECK(delta(deltas, "data.files")->a == "2 files");
+  CHECK(delta(deltas, "data.files")->category == "dataset");
+  CHECK(delta(deltas, "gpu.name")->a == "(absent)");
+  CHECK(delta(deltas, "gpu.name")->b == "\"H100\"");
+  CHECK(delta(deltas, "env.OMP_NUM_THREADS")->b == "(absent)");
+  CHECK(delta(deltas, "env.OMP_NUM_THREADS")->category == "environment");
+  CHECK(delta(deltas, "host.cpu_model")->category == "cpu");
+  CHECK(delta(deltas, "host.memory")->rank == 9);
+  CHECK(delta(deltas, "host.hostname")->kind == MetaDelta::Kind::volatile_field);
+  // check --vary marks what it changed; --ignore-meta what the user chose to ignore; a prefix
+  // matches whole components only ("seed" is not "seeds").
+  DiffOptions opt;
+  opt.varied = {"seeds"};
+  opt.ignore_meta = {"host", "gpu.name", "seed"};
+  DatasetDelta ds2;
+  auto marked = diff_manifests(a, b, opt, ds2);
+  CHECK(delta(marked, "seeds.init")->kind == MetaDelta::Kind::varied);
+  CHECK(delta(marked, "host.cpu_model")->kind == MetaDelta::Kind::ignored);
+  CHECK(delta(marked, "gpu.name")->kind == MetaDelta::Kind::ignored);
+  CHECK(delta(marked, "host.hostname")->kind == MetaDelta::Kind::volatile_field); // volatile stays volatile
+  keys.clear();
+  for (const auto& d : marked) {
+    keys.push_back(d.key);
+  }
+  CHECK(keys == std::vector<std::string>{"data.files", "env.OMP_NUM_THREADS", "seeds.init", "gpu.name",
+                                         "host.cpu_model", "host.memory", "host.hostname"});
+  // Equal manifests: nothing.
+  DatasetDelta ds3;
+  CHECK(diff_manifests(a, a, {}, ds3).empty());
+  CHECK_FALSE(ds3.any());
+}
+
+TEST_CASE("localize: every trace entry name, and a replay that did not part") {
+  const std::pair<const char*, const char*> names[] = {
+      {"dense_1.weight.grad", "weight gradient"}, {"dense_1.bias.grad", "bias gradient"},
+      {"dense_1.act.grad", "activation gradient"}, {"dense_1.z.grad", "pre-activation gradient"},
+      {"dense_1.logits", "logits"}, {"dense_1.z", "pre-activation (x W + b)"}, {"dense_1.act", "activation"},
+      {"dense_1.dlogits", "gradient of the loss w.r.t. the logits"}, {"dense_1.weight", "weight after the update"},
+      {"dense_1.bias", "bias after the update"}};
+  for (const auto& [entry, what] : names) {
+    std::string layer, tensor;
+    describe_trace_entry(entry, layer, tensor);
+    CHECK(layer == "dense_1");
+    CHECK(tensor == what);
+  }
+  std::string layer, tensor;
+  describe_trace_entry("input", layer, tensor);
+  CHECK(layer == "input");
+  describe_trace_entry("something", layer, tensor);
+  CHECK(layer == "something");
+  CHECK(tensor == "something");
+  describe_trace_entry(".z", layer, tensor); // only a suffix: not split
+  CHECK(layer == ".z");
+  Divergence original;
+  original.found = true;
+  original.step = 9;
+  original.detail = "same batch; the loss differs";
+  Localization none = localize(original, DiffResult{}, 8, 3);
+  CHECK_FALSE(none.found);
+  CHECK(none.note == "three replays from step 8 with trace full did not reproduce the divergence (it is not "
+                     "deterministic); original runs part at step 9 (same batch; the loss differs)");
+  original.first_tensor = "dense_2.weight";
+  CHECK(localize(original, DiffResult{}, 8, 3).note.find("step 9 (dense_2.weight)") != std::string::npos);
+  // The replay parted elsewhere; the loss step comes from the replay when the original has none.
+  DiffResult replay;
+  replay.divergence.found = true;
+  replay.divergence.step = 10;
+  replay.divergence.trace_phase = "forward";
+  replay.divergence.trace_entry = "dense_1.z";
+  replay.divergence.loss_differs_from = 11;
+  Localization l = localize(original, replay, 8, 1);
+  CHECK(l.sentence == "step 10, forward, layer dense_1, pre-activation (x W + b): first difference; loss differs from step 11");
+  CHECK(l.note == "the replay (attempt 1) parted at step 10 while the original runs parted at step 9: the computation "
+                  "is not deterministic, so where it parts varies");
+  replay.divergence.loss_differs_from = 0;
+  CHECK(localize(original, replay, 8, 1).sentence == "step 10, forward, layer dense_1, pre-activation (x W + b): first difference");
+  // A replay that parted without trace entries cannot localize.
+  replay.divergence.trace_phase.clear();
+  CHECK_FALSE(localize(original, replay, 8, 1).found);
 }

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <limits>
 
 using namespace reprun;
 namespace fs = std::filesystem;
@@ -176,4 +177,206 @@ TEST_CASE("RunDir: symbolic links inside a run directory are never followed") {
   CHECK(read_file(t / "elsewhere.jsonl") == "{\"step\":0}\n");
   CHECK(run.existing_file(RunFile::manifest) == run.file(RunFile::manifest));
   CHECK(error_of([&] { run.existing_file(RunFile::evals); }) == run.path() + ": run directory has no evals.jsonl");
+}
+
+TEST_CASE("RunDir: the exact messages of create, open, lock and the manifest checks") {
+  testing::TempDir t;
+  const std::string dir = t / "run";
+  RunDir run = RunDir::create(dir);
+  run.write_manifest(minimal_manifest());
+  CHECK(error_of([&] { RunDir::create(dir); }) == dir + ": already holds a run; continue it with --resume or choose another -o");
+  testing::write(t / "file", "x");
+  CHECK(error_of([&] { RunDir::create(t / "file"); }).rfind(t / "file: cannot create run directory: ", 0) == 0);
+  {
+    RunLock held = run.lock();
+    CHECK(error_of([&] { RunDir::open(dir).lock(); }) == dir + ": another reprun process is writing this run directory (locked)");
+    RunLock moved = std::move(held); // still held after a move
+    CHECK(error_of([&] { run.lock(); }) != "(no error)");
+  }
+  CHECK_NOTHROW(run.lock());
+  const std::string path = run.file(RunFile::manifest);
+  testing::write(path, "{\"format\":\"reprun.run/9\"}");
+  CHECK(error_of([&] { run.read_manifest(); }) ==
+        path + ": format reprun.run/9 is newer than this reprun reads (reprun.run/1); upgrade reprun");
+  testing::write(path, "{\"format\":\"reprun.run/0\"}");
+  CHECK(error_of([&] { run.read_manifest(); }) == path + ": unknown format 'reprun.run/0'");
+  testing::write(path, "{\"format\":\"other/1\"}");
+  CHECK(error_of([&] { run.read_manifest(); }) == path + ": unknown format 'other/1' (expected reprun.run/1)");
+  testing::write(path, "{\"format\":1}");
+  CHECK(error_of([&] { run.read_manifest(); }) == path + ": manifest has no \"format\" field");
+  testing::write(path, "[\"reprun.run/1\"]");
+  CHECK(error_of([&] { run.read_manifest(); }) == path + ": manifest has no \"format\" field");
+  testing::write(path, "{\"format\":");
+  CHECK(error_of([&] { run.read_manifest(); }) == path + ": corrupt manifest (invalid JSON at byte 11)");
+  testing::write(path, "");
+  CHECK(error_of([&] { run.read_manifest(); }) == path + ": corrupt manifest (invalid JSON at byte 1)");
+  // Written back, the manifest is JSON indented by two, keys in the order given.
+  run.write_manifest(ojson{{"format", k_run_format}, {"b", 1}, {"a", 2}});
+  CHECK(read_file(path) == "{\n  \"format\": \"reprun.run/1\",\n  \"b\": 1,\n  \"a\": 2\n}\n");
+  CHECK(RunDir::open(dir).read_manifest()["a"] == 2);
+  fs::remove(path);
+  CHECK(error_of([&] { run.read_manifest(); }) == dir + ": not a run directory (no manifest.json)");
+}
+
+TEST_CASE("RunDir: every summary key, in order, with infinities named") {
+  testing::TempDir t;
+  RunDir run = RunDir::create(t / "run");
+  RunSummary s;
+  s.status = "interrupted";
+  s.exit_code = 0;
+  s.steps = 7;
+  s.total_steps = 10;
+  s.train_loss = std::numeric_limits<double>::infinity();
+  s.has_eval_fields = true;
+  s.val_loss = -std::numeric_limits<double>::infinity();
+  s.val_accuracy = 1.0;
+  s.wall_seconds = 0.5;
+  s.steps_per_second = 14.0;
+  s.steps_log = LogFacts{8, "xxh3:a"};
+  s.evals_log = LogFacts{1, "xxh3:b"};
+  run.write_summary(s);
+  CHECK(read_file(run.file(RunFile::summary)) ==
+        "{\n  \"format\": \"reprun.run/1\",\n  \"status\": \"interrupted\",\n  \"exit_code\": 0,\n  \"steps\": 7,\n"
+        "  \"total_steps\": 10,\n  \"train_loss\": \"Infinity\",\n  \"val_loss\": \"-Infinity\",\n"
+        "  \"val_accuracy\": 1.0,\n  \"wall_seconds\": 0.5,\n  \"steps_per_second\": 14.0,\n"
+        "  \"steps_log\": {\n    \"records\": 8,\n    \"xxh3\": \"xxh3:a\"\n  },\n"
+        "  \"evals_log\": {\n    \"records\": 1,\n    \"xxh3\": \"xxh3:b\"\n  }\n}\n");
+  // A train loss without eval fields: train_loss only.
+  RunSummary l;
+  l.status = "running";
+  l.train_loss = 0.25;
+  run.write_summary(l);
+  CHECK(read_file(run.file(RunFile::summary)) ==
+        "{\n  \"format\": \"reprun.run/1\",\n  \"status\": \"running\",\n  \"steps\": 0,\n  \"train_loss\": 0.25,\n"
+        "  \"wall_seconds\": 0.0\n}\n");
+  // A damaged summary is an error naming it.
+  testing::write(run.file(RunFile::summary), "{\"status\":");
+  CHECK(error_of([&] { run.read_summary(); }) == run.file(RunFile::summary) + ": corrupt summary (invalid JSON at byte 11)");
+  testing::write(run.file(RunFile::summary), "[]");
+  CHECK(error_of([&] { run.read_summary(); }) == run.file(RunFile::summary) + ": summary is not a JSON object");
+  // It is never written through a link.
+  fs::remove(run.file(RunFile::summary));
+  testing::write(t / "elsewhere.json", "{}");
+  fs::create_symlink(t / "elsewhere.json", run.file(RunFile::summary));
+  CHECK(error_of([&] { run.write_summary(l); }) ==
+        run.file(RunFile::summary) + ": is a symbolic link; reprun does not follow links inside a run directory");
+  CHECK(read_file(t / "elsewhere.json") == "{}");
+  CHECK(error_of([&] { run.read_summary(); }).find("is a symbolic link") != std::string::npos);
+}
+
+TEST_CASE("RunDir: an empty or missing log has the facts of no bytes") {
+  testing::TempDir t;
+  RunDir run = RunDir::create(t / "run");
+  const LogFacts none = run.log_facts(RunFile::evals);
+  CHECK(none.records == 0);
+  CHECK(none.xxh3 == "xxh3:" + hex64(xxh3_64("", 0)));
+  AppendLog log = run.append(RunFile::evals);
+  CHECK(log.facts() == none);
+  CHECK(fs::exists(run.file(RunFile::evals))); // opening creates it
+  CHECK(run.log_facts(RunFile::evals) == none);
+  // A log of only a partial line has no records either.
+  testing::write(run.file(RunFile::steps), "{\"step\":0");
+  CHECK(run.log_facts(RunFile::steps) == none);
+  // Facts are taken from complete lines only, so a log moved with AppendLog keeps counting.
+  AppendLog moved = std::move(log);
+  moved.append("{\"step\":1}\n");
+  CHECK(moved.facts() == run.log_facts(RunFile::evals));
+  CHECK(moved.facts().records == 1);
+}
+
+TEST_CASE("RunDir: truncation keeps evals at step 0, stops at a foreign line, and leaves missing logs alone") {
+  testing::TempDir t;
+  RunDir run = RunDir::create(t / "run");
+  testing::write(run.file(RunFile::steps), "{\"step\":0}\n{\"step\":1}\n");
+  testing::write(run.file(RunFile::evals), "{\"step\":0,\"val_loss\":2}\n{\"step\":1,\"val_loss\":1}\n{\"ste");
+  run.truncate_logs_to(0);
+  CHECK(read_file(run.file(RunFile::steps)).empty());
+  CHECK(read_file(run.file(RunFile::evals)) == "{\"step\":0,\"val_loss\":2}\n");
+  // Past the last line: nothing goes but a partial last line.
+  testing::write(run.file(RunFile::steps), "{\"step\":0}\n{\"step\":1}\n{\"st");
+  run.truncate_logs_to(100);
+  CHECK(read_file(run.file(RunFile::steps)) == "{\"step\":0}\n{\"step\":1}\n");
+  // A line not in reprun's own layout ends what is kept.
+  testing::write(run.file(RunFile::steps), "{\"step\":0}\n{ \"step\": 1}\n{\"step\":2}\n");
+  truncate_log_to_step(run.file(RunFile::steps), 5);
+  CHECK(read_file(run.file(RunFile::steps)) == "{\"step\":0}\n");
+  truncate_log_to_step(t / "run/none.jsonl", 1);
+  CHECK_FALSE(fs::exists(t / "run/none.jsonl"));
+}
+
+TEST_CASE("RunDir: checkpoint names, a missing or linked checkpoints folder, pruning to nothing") {
+  testing::TempDir t;
+  RunDir run = RunDir::create(t / "run");
+  CHECK(run.checkpoint_path(7) == t / "run/checkpoints/step-000000007.ckpt");
+  CHECK(run.checkpoints().empty());
+  for (const char* name : {"step-.ckpt", "step-1.ckpt", "step-1234567890123456.ckpt", "step-12.ckpt.tmp",
+                           "step-12.CKPT", "xstep-12.ckpt", "step--1.ckpt", "step-1a.ckpt"}) {
+    testing::write(t / "run/checkpoints" + "/" + name, "x");
+  }
+  fs::create_directories(t / "run/checkpoints/step-000000050.ckpt.d");
+  auto list = run.checkpoints();
+  // Only step-1.ckpt (fewer digits are fine).
+  REQUIRE(list.size() == 1);
+  CHECK(list[0].step == 1);
+  CHECK(list[0].path == t / "run/checkpoints/step-1.ckpt");
+  testing::write(run.checkpoint_path(3), "x");
+  testing::write(run.checkpoint_path(2), "x");
+  run.prune_checkpoints(5); // fewer than keep: nothing goes
+  CHECK(run.checkpoints().size() == 3);
+  run.prune_checkpoints(0);
+  CHECK(run.checkpoints().empty());
+  CHECK(fs::exists(t / "run/checkpoints/step-.ckpt")); // other names are never removed
+  // No checkpoints folder, or one that is a link: no checkpoints.
+  RunDir gone = RunDir::create(t / "gone");
+  fs::remove_all(t / "gone/checkpoints");
+  CHECK(gone.checkpoints().empty());
+  fs::create_directory_symlink(t / "run/checkpoints", t / "gone/checkpoints");
+  testing::write(run.checkpoint_path(4), "x");
+  CHECK(gone.checkpoints().empty());
+}
+
+TEST_CASE("RunDir: a fork from step 0 needs no checkpoint; links in the source are refused") {
+  testing::TempDir t;
+  RunDir src = RunDir::create(t / "src");
+  testing::write(src.file(RunFile::steps), "{\"step\":0}\n{\"step\":1}\n");
+  testing::write(src.file(RunFile::evals), "{\"step\":0,\"val_loss\":1}\n{\"step\":1,\"val_loss\":1}\n");
+  RunDir dst = RunDir::create(t / "dst");
+  dst.copy_start_from(src, 0);
+  CHECK(read_file(dst.file(RunFile::steps)).empty());
+  CHECK(read_file(dst.file(RunFile::evals)) == "{\"step\":0,\"val_loss\":1}\n");
+  CHECK(dst.checkpoints().empty());
+  // A source without logs gives a fork without logs.
+  RunDir bare = RunDir::create(t / "bare");
+  RunDir dst2 = RunDir::create(t / "dst2");
+  dst2.copy_start_from(bare, 0);
+  CHECK_FALSE(fs::exists(dst2.file(RunFile::steps)));
+  // A linked checkpoint or log in the source is never read.
+  testing::write(t / "outside.ckpt", "x");
+  fs::create_symlink(t / "outside.ckpt", src.checkpoint_path(1));
+  RunDir dst3 = RunDir::create(t / "dst3");
+  CHECK(error_of([&] { dst3.copy_start_from(src, 1); }).find("is a symbolic link") != std::string::npos);
+  fs::remove(src.checkpoint_path(1));
+  testing::write(src.checkpoint_path(1), "x");
+  fs::remove(src.file(RunFile::evals));
+  fs::create_symlink(t / "outside.ckpt", src.file(RunFile::evals));
+  CHECK(error_of([&] { dst3.copy_start_from(src, 1); }) ==
+        src.file(RunFile::evals) + ": is a symbolic link; reprun does not follow links inside a run directory");
+}
+
+TEST_CASE("RunDir: symlinked manifests and artifact names") {
+  testing::TempDir t;
+  RunDir run = RunDir::create(t / "run");
+  testing::write(t / "m.json", minimal_manifest().dump());
+  fs::create_symlink(t / "m.json", run.file(RunFile::manifest));
+  CHECK(error_of([&] { RunDir::open(t / "run"); }) ==
+        run.file(RunFile::manifest) + ": is a symbolic link; reprun does not follow links inside a run directory");
+  CHECK(error_of([&] { run.read_manifest(); }).find("is a symbolic link") != std::string::npos);
+  CHECK(error_of([&] { run.write_manifest(minimal_manifest()); }).find("is a symbolic link") != std::string::npos);
+  // An artifact keeps its file name only: no path leads outside artifacts/.
+  CHECK(run.artifact_path("../../etc/x.txt") == t / "run/artifacts/x.txt");
+  CHECK(fs::is_directory(t / "run/artifacts"));
+  CHECK(run.artifact_path("y.bin") == t / "run/artifacts/y.bin");
+  refuse_link(t / "nothing-here"); // a missing path is not a link
+  CHECK(std::string(RunDir::name(RunFile::lock)) == ".lock");
+  CHECK(std::string(RunDir::name(RunFile::stderr_log)) == "stderr.txt");
 }

@@ -154,3 +154,187 @@ TEST_CASE("StepLogReader: a missing file or a folder is an error naming it") {
   }
   CHECK_THROWS_AS(StepLogReader(t.path()), Error);
 }
+
+TEST_CASE("step lines: numbers at the edges, and lines without tensors or traces") {
+  CHECK(json_number(-0.0) == "-0");
+  CHECK(json_number(1e21) == "1e+21");
+  CHECK(json_number(5e-324) == "5e-324");
+  CHECK(json_number(0.1 + 0.2) == "0.30000000000000004");
+  CHECK(json_number(123456789.0) == "123456789");
+  StepRecord r;
+  r.step = 1;
+  r.loss = std::nan("");
+  CHECK(format_step_line(r) == "{\"step\":1,\"epoch\":0,\"loss\":\"NaN\",\"batch\":\"0000000000000000\"}\n");
+  r.loss = -std::numeric_limits<double>::infinity();
+  r.tensors = {{"w", 0xffffffffffffffffULL, std::numeric_limits<double>::infinity()}};
+  CHECK(format_step_line(r) == "{\"step\":1,\"epoch\":0,\"loss\":\"-Infinity\",\"batch\":\"0000000000000000\","
+                               "\"tensors\":{\"w\":{\"xxh3\":\"ffffffffffffffff\",\"norm\":\"Infinity\"}}}\n");
+  CHECK(format_initial_line(StepRecord{}) == "{\"step\":0,\"epoch\":0,\"tensors\":{}}\n");
+  CHECK(format_eval_line({5, std::nan(""), 1.0, 0}) ==
+        "{\"step\":5,\"val_loss\":\"NaN\",\"val_accuracy\":1,\"val_samples\":0}\n");
+  CHECK(format_loss_line(0, std::numeric_limits<double>::infinity()) == "{\"step\":0,\"loss\":\"Infinity\"}\n");
+  // What these write reads back, non-finite values included.
+  std::string line = format_step_line(r);
+  line.pop_back();
+  ParsedStep p = parse_step_line(line, "x", 1);
+  CHECK(std::isinf(p.loss));
+  CHECK(p.loss < 0);
+  REQUIRE(p.tensors.size() == 1);
+  CHECK(p.tensors[0].second.checksum == "xxh3:ffffffffffffffff");
+  CHECK(std::isinf(p.tensors[0].second.norm));
+  std::string initial = format_initial_line(r);
+  initial.pop_back();
+  ParsedStep q = parse_step_line(initial, "x", 1);
+  CHECK(q.step == 0);
+  CHECK_FALSE(q.has_loss);
+  CHECK_FALSE(q.has_batch);
+  CHECK(q.tensors.size() == 1);
+  std::string loss_line = format_loss_line(9, std::nan(""));
+  loss_line.pop_back();
+  CHECK(std::isnan(parse_step_line(loss_line, "x", 1).loss));
+  // Every value of a full record, traces in order.
+  StepRecord full;
+  full.step = 2;
+  full.epoch = 1;
+  full.loss = 0.5;
+  full.batch = 1;
+  full.tensors = {{"z", 1, 1.0}, {"a", 2, 2.0}};
+  full.forward = {{"input", 3}, {"dense_1.z", 4}};
+  full.backward = {{"dense_1.weight.grad", 5}};
+  std::string fl = format_step_line(full);
+  fl.pop_back();
+  ParsedStep f = parse_step_line(fl, "x", 1);
+  REQUIRE(f.forward.size() == 2);
+  CHECK(f.forward[1] == std::pair<std::string, std::string>{"dense_1.z", "xxh3:0000000000000004"});
+  CHECK(f.tensors[0].first == "z");
+  CHECK(f.tensors[1].first == "a");
+  CHECK(f.has_epoch);
+  CHECK(f.has_batch);
+  CHECK(f.metrics.empty());
+}
+
+TEST_CASE("step lines: what external programs write is read too") {
+  // Plain checksum strings, sha256 and checksum keys, non-finite spellings, metrics, nulls as absent.
+  ParsedStep p = parse_step_line(
+      R"({"loss":"nan","step":4,"epoch":null,"batch":null,"tensors":{"w":"abc","v":{"sha256":"ff"},"u":{"norm":"inf"}},)"
+      R"("forward":[{"name":"x","checksum":"1"},{"name":"y"}],"metrics":{"acc":0.5,"gap":"-inf"}})",
+      "log", 1);
+  CHECK(p.step == 4);
+  CHECK(std::isnan(p.loss));
+  CHECK_FALSE(p.has_epoch);
+  CHECK_FALSE(p.has_batch);
+  REQUIRE(p.tensors.size() == 3);
+  CHECK(p.tensors[0].second.checksum == "abc");
+  CHECK(p.tensors[1].second.checksum == "sha256:ff");
+  CHECK(p.tensors[2].second.has_norm);
+  CHECK(std::isinf(p.tensors[2].second.norm));
+  REQUIRE(p.forward.size() == 2);
+  CHECK(p.forward[0].second == "checksum:1");
+  CHECK(p.forward[1].second.empty());
+  REQUIRE(p.metrics.size() == 2);
+  CHECK(p.metrics[0] == std::pair<std::string, double>{"acc", 0.5});
+  CHECK(p.metrics[1].second == -std::numeric_limits<double>::infinity());
+  CHECK(parse_step_line("{\"step\":0}", "log", 1).step == 0);
+}
+
+TEST_CASE("step lines: the remaining damaged records, word for word") {
+  CHECK(parse_error("{\"step\":1,") == "log.jsonl:7: not valid JSON (at byte 11): {\"step\":1,");
+  CHECK(parse_error("garbage") == "log.jsonl:7: not valid JSON (at byte 1): garbage");
+  CHECK(parse_error("") == "log.jsonl:7: not valid JSON (at byte 1): ");
+  const std::string long_garbage(100, 'x');
+  CHECK(parse_error(long_garbage) == "log.jsonl:7: not valid JSON (at byte 1): " + std::string(60, 'x') + "...");
+  CHECK(parse_error("{\"step\":1.5}") == "log.jsonl:7: missing or invalid \"step\" (a non-negative integer)");
+  CHECK(parse_error("{\"step\":\"1\"}") == "log.jsonl:7: missing or invalid \"step\" (a non-negative integer)");
+  CHECK(parse_error("{\"step\":null}") == "log.jsonl:7: missing or invalid \"step\" (a non-negative integer)");
+  CHECK(parse_error("{\"step\":1,\"epoch\":1.5}") == "log.jsonl:7: \"epoch\" must be an integer");
+  CHECK(parse_error("{\"step\":1,\"loss\":\"high\"}") == "log.jsonl:7: \"loss\" must be a number");
+  CHECK(parse_error("{\"step\":1,\"loss\":true}") == "log.jsonl:7: \"loss\" must be a number");
+  CHECK(parse_error("{\"step\":1,\"batch\":1.5}") == "log.jsonl:7: \"batch\" must be a string");
+  CHECK(parse_error("{\"step\":1,\"forward\":{}}") ==
+        "log.jsonl:7: \"forward\" must be a list of {\"name\", \"xxh3\"}");
+  CHECK(parse_error("{\"step\":1,\"backward\":3}") ==
+        "log.jsonl:7: \"backward\" must be a list of {\"name\", \"xxh3\"}");
+  CHECK(parse_error("{\"step\":1,\"forward\":[\"x\"]}") == "log.jsonl:7: \"forward\" entries need a \"name\"");
+  CHECK(parse_error("{\"step\":1,\"forward\":[{\"name\":3}]}") == "log.jsonl:7: \"forward\" entries need a \"name\"");
+  CHECK(parse_error("{\"step\":1,\"tensors\":{\"w\":{\"xxh3\":3}}}") ==
+        "log.jsonl:7: tensor \"w\" needs a checksum or a norm");
+}
+
+TEST_CASE("quick_step and quick_loss read reprun's own layout and decline the rest") {
+  CHECK(quick_step("{\"step\":0}") == 0);
+  CHECK(quick_step("{\"step\":123,\"loss\":1}") == 123);
+  CHECK(quick_step("{\"step\":123") == -1);       // cut short
+  CHECK(quick_step("{\"step\":12x,") == -1);      // not a number up to the comma
+  CHECK(quick_step("{\"step\":\"1\",") == -1);    // a string
+  CHECK(quick_step("{\"loss\":1,\"step\":1}") == -1); // another key first
+  CHECK(quick_step("") == -1);
+  double loss = 0;
+  CHECK(quick_loss("{\"step\":1,\"loss\":0.25,\"batch\":\"b\"}", loss));
+  CHECK(loss == 0.25);
+  CHECK(quick_loss("{\"step\":1,\"loss\":-1e-3}", loss));
+  CHECK(loss == -1e-3);
+  CHECK(quick_loss("{\"step\":1,\"loss\":\"NaN\"}", loss));
+  CHECK(std::isnan(loss));
+  CHECK(quick_loss("{\"step\":1,\"loss\":\"Infinity\"}", loss));
+  CHECK(loss == std::numeric_limits<double>::infinity());
+  CHECK(quick_loss("{\"step\":1,\"loss\":\"-Infinity\"}", loss));
+  CHECK(loss == -std::numeric_limits<double>::infinity());
+  loss = 7;
+  CHECK_FALSE(quick_loss("{\"step\":1}", loss));
+  CHECK_FALSE(quick_loss("{\"step\":1,\"loss\":\"high\"}", loss));
+  CHECK_FALSE(quick_loss("{\"step\":1,\"loss\":null}", loss));
+  CHECK_FALSE(quick_loss("{\"step\":1,\"loss\":", loss));
+  CHECK(loss == 7);
+}
+
+TEST_CASE("StepLogReader: line numbers, counting, and files that are only a partial line") {
+  testing::TempDir t;
+  testing::write(t / "a.jsonl", "{\"step\":0}\n\n{\"step\":2}\n");
+  StepLogReader r(t / "a.jsonl");
+  CHECK(r.path() == t / "a.jsonl");
+  std::string_view line;
+  REQUIRE(r.next(line));
+  REQUIRE(r.next(line));
+  CHECK(line.empty()); // an empty line is a line (parse_step_line then says what is wrong)
+  CHECK(r.lineno() == 2);
+  CHECK(r.count_remaining() == 1);
+  CHECK_FALSE(r.next(line));
+  CHECK(r.lineno() == 3);
+  CHECK(r.count_remaining() == 0);
+  CHECK(r.partial_tail() == 0);
+  testing::write(t / "partial.jsonl", "{\"step\":0");
+  size_t tail = 0;
+  CHECK(read_all(t / "partial.jsonl", &tail).empty());
+  CHECK(tail == 9);
+  StepLogReader p(t / "partial.jsonl");
+  CHECK(p.count_remaining() == 0);
+  CHECK(p.lineno() == 0);
+  testing::write(t / "newline.jsonl", "\n");
+  CHECK(read_all(t / "newline.jsonl", &tail) == std::vector<std::string>{""});
+  CHECK(tail == 0);
+  CHECK(testing::error_of([&] { StepLogReader d(t.path()); }) == t.path() + ": not a regular file");
+  CHECK(testing::error_of([&] { StepLogReader d(t / "nope"); }) == t / "nope" + ": cannot open: No such file or directory");
+}
+
+TEST_CASE("StepLogReader: a log longer than the 16 MiB release window reads whole, line by line") {
+  testing::TempDir t;
+  // Seven 3 MB lines pass the point where the reader gives pages back (every 16 MiB).
+  std::vector<std::string> want;
+  std::string text;
+  for (int i = 0; i < 7; ++i) {
+    want.push_back("{\"step\":" + std::to_string(i) + ",\"batch\":\"" + std::string(3u << 20, static_cast<char>('a' + i)) + "\"}");
+    text += want.back() + "\n";
+  }
+  text += "{\"step\":7}\n{\"st";
+  testing::write(t / "long.jsonl", text);
+  size_t tail = 0;
+  auto lines = read_all(t / "long.jsonl", &tail);
+  REQUIRE(lines.size() == 8);
+  for (int i = 0; i < 7; ++i) {
+    CAPTURE(i);
+    CHECK(quick_step(lines[static_cast<size_t>(i)]) == i);
+    CHECK(lines[static_cast<size_t>(i)] == want[static_cast<size_t>(i)]);
+  }
+  CHECK(lines[7] == "{\"step\":7}");
+  CHECK(tail == 4);
+}

@@ -1,12 +1,16 @@
-// Every report renderer against a small golden file (testdata/golden/reports/). A fixed
-// DiffResult and CheckResult are built here, so nothing volatile (paths, times) enters them.
+// Every report renderer against a small golden file (testdata/golden/reports/). Fixed results are
+// built here (a diverging diff, an identical one of bare logs, one full of characters to escape and
+// non-finite numbers, and a check), so nothing volatile (temporary paths, times) enters them.
 // After an intended change of a report, regenerate the files and review the diff:
 //   REPRUN_UPDATE_GOLDEN=1 build/reprun_tests -tc="report:*"
 #include "reprun/core/atomic_file.hpp"
+#include "reprun/core/error.hpp"
 #include "reprun/report/report.hpp"
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
 #include <cstdlib>
 #include <string>
 
@@ -88,6 +92,50 @@ CheckResult sample_check() {
   return c;
 }
 
+// Two bare logs that match within a tolerance: no metadata, a NaN on both sides of the loss series.
+DiffResult sample_identical() {
+  DiffResult r;
+  r.identical = true;
+  r.mode = "tolerance (rtol=0.001); checksums informational";
+  r.verdict = "IDENTICAL: 3 step records match within tolerance";
+  r.a = {"a.jsonl", "a.jsonl", false, nullptr, nullptr, 3, 2, 0, ""};
+  r.b = {"b.jsonl", "b.jsonl", false, nullptr, nullptr, 3, 2, 12, ""};
+  r.steps_compared = 3;
+  r.loss_series = {{1, {1.0, 1.0}}, {2, {std::nan(""), std::nan("")}}};
+  r.notes = {"b.jsonl: last line is incomplete (12 bytes, a write cut short): ignored"};
+  return r;
+}
+
+// A diff whose labels, fields and notes hold characters each format must escape, a data-file
+// change, a run that ended early, and non-finite losses.
+DiffResult sample_awkward() {
+  DiffResult r;
+  r.mode = "bitwise";
+  r.verdict = "DIFFERENT: run ended early (B stops after 2 records, A has 3)";
+  r.a = {"runs/<a>&'x'", "runs/<a>&'x'/steps.jsonl", true, nullptr, {{"status", "complete"}}, 3, 2, 0, "complete"};
+  r.b = {"runs/b|c", "runs/b|c/steps.jsonl", true, nullptr, {{"status", "failed: \"nan\""}}, 2, 1, 0, "failed: \"nan\""};
+  r.meta = {{"data.files", "dataset", 1, "1 files", "1 files", MetaDelta::Kind::material},
+            {"env.A|B", "environment", 8, "\"x<y\"", "(absent)", MetaDelta::Kind::material},
+            {"seeds.init", "seeds", 3, "1", "2", MetaDelta::Kind::varied},
+            {"host.memory", "host", 9, "1", "2", MetaDelta::Kind::ignored}};
+  r.dataset.changed = {{"data/d.csv", 10, 11}};
+  Divergence& d = r.divergence;
+  d.found = true;
+  d.step = 2;
+  d.line = 3;
+  d.kind = DivergenceKind::ended_early;
+  d.detail = "B stops after 2 records, A has 3; statuses: A complete, B failed: \"nan\"";
+  d.has_loss = true;
+  d.loss_a = std::numeric_limits<double>::infinity();
+  d.loss_b = std::nan("");
+  d.loss_ulps = std::numeric_limits<uint64_t>::max();
+  r.growth = {{1, 0.5, std::nan(""), std::nan(""), true}};
+  r.steps_compared = 2;
+  r.loss_series = {{1, {0.5, 0.5}}, {2, {0.25, std::numeric_limits<double>::infinity()}}};
+  r.notes = {"<script>alert(1)</script> | pipe"};
+  return r;
+}
+
 } // namespace
 
 TEST_CASE("report: diff in every format matches its golden file") {
@@ -112,4 +160,53 @@ TEST_CASE("report: colour only when asked") {
   const DiffResult r = sample_diff();
   CHECK(render_diff(r, ReportFormat::text, false).find("\x1b[") == std::string::npos);
   CHECK(render_diff(r, ReportFormat::text, true).find("\x1b[") != std::string::npos);
+}
+
+TEST_CASE("report: an identical diff of bare logs in every format matches its golden file") {
+  const DiffResult r = sample_identical();
+  check_golden("identical.txt", render_diff(r, ReportFormat::text, false));
+  check_golden("identical.json", render_diff(r, ReportFormat::json, false));
+  check_golden("identical.md", render_diff(r, ReportFormat::markdown, false));
+  check_golden("identical.junit.xml", render_diff(r, ReportFormat::junit, false));
+  check_golden("identical.html", render_diff(r, ReportFormat::html, false));
+}
+
+TEST_CASE("report: escapes, data files, non-finite numbers in every format match their golden files") {
+  const DiffResult r = sample_awkward();
+  check_golden("awkward.txt", render_diff(r, ReportFormat::text, false));
+  check_golden("awkward.json", render_diff(r, ReportFormat::json, false));
+  check_golden("awkward.md", render_diff(r, ReportFormat::markdown, false));
+  check_golden("awkward.junit.xml", render_diff(r, ReportFormat::junit, false));
+  check_golden("awkward.html", render_diff(r, ReportFormat::html, false));
+  // What the golden files must never hold, whatever they are regenerated to.
+  const std::string html = render_diff(r, ReportFormat::html, false);
+  CHECK(html.find("<a>") == std::string::npos);
+  CHECK(html.find("<code>runs/&lt;a&gt;&amp;&apos;x&apos;</code>") != std::string::npos);
+  CHECK(html.find("<td>&quot;x&lt;y&quot;</td>") != std::string::npos);
+  const std::string junit = render_diff(r, ReportFormat::junit, false);
+  CHECK(junit.find("runs/&lt;a&gt;&amp;&apos;x&apos;") != std::string::npos);
+  CHECK(junit.find("<a>") == std::string::npos);
+  CHECK(junit.find("&lt;script&gt;") != std::string::npos);
+  CHECK(junit.find("<script>") == std::string::npos);
+  const std::string md = render_diff(r, ReportFormat::markdown, false);
+  CHECK(md.find("`env.A\\|B`") != std::string::npos);
+  const nlohmann::ordered_json j = diff_to_json(r);
+  CHECK(j.dump().find("NaN") != std::string::npos);
+  CHECK(nlohmann::ordered_json::parse(render_diff(r, ReportFormat::json, false)) == j);
+}
+
+TEST_CASE("report: format names, with a suggestion for a near miss") {
+  CHECK(parse_report_format("text") == ReportFormat::text);
+  CHECK(parse_report_format("json") == ReportFormat::json);
+  CHECK(parse_report_format("markdown") == ReportFormat::markdown);
+  CHECK(parse_report_format("md") == ReportFormat::markdown);
+  CHECK(parse_report_format("junit") == ReportFormat::junit);
+  CHECK(parse_report_format("html") == ReportFormat::html);
+  std::string msg;
+  try {
+    parse_report_format("jsno");
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  CHECK(msg == "--format jsno: unknown report format; expected text, json, markdown, junit or html (did you mean 'json'?)");
 }

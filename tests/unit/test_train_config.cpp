@@ -2,6 +2,7 @@
 // it can give, each naming the file and the key.
 #include "reprun/core/error.hpp"
 #include "reprun/train/config.hpp"
+#include "testing.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -172,4 +173,161 @@ TEST_CASE("config: the resolved JSON reads back to the same config") {
   CHECK_FALSE(j["optimizer"].contains("momentum"));
   Config back = config_from_json(j, "manifest");
   CHECK(config_to_json(back).dump() == j.dump());
+}
+
+TEST_CASE("config: epochs and steps resolve each other's defaults, threads 0 means every core") {
+  CHECK(parse(R"({"training":{}})").training.epochs == 1);
+  CHECK(parse(R"({"training":{}})").training.steps == 0);
+  Config steps = parse(R"({"training":{"steps":12}})");
+  CHECK(steps.training.steps == 12);
+  CHECK(steps.training.epochs == 0);
+  Config epochs = parse(R"({"training":{"epochs":3}})");
+  CHECK(epochs.training.epochs == 3);
+  CHECK(epochs.training.steps == 0);
+  // null is the same as absent, so epochs:null with steps is not "both".
+  CHECK(parse(R"({"training":{"epochs":null,"steps":5}})").training.steps == 5);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  CHECK(parse(R"({"determinism":{"threads":0}})").determinism.threads == cores);
+  CHECK(parse(R"({"determinism":{"threads":1024}})").determinism.threads == 1024);
+  // Sections given as null take their defaults; a seed of null is drawn like a missing one.
+  Config nulls = parse(R"({"seed":null,"data":null,"model":null,"optimizer":null,"training":null,"determinism":null})");
+  CHECK(nulls.seed_drawn);
+  CHECK(nulls.seed <= 0x7fffffffu);
+  CHECK(nulls.model.hidden == std::vector<long>{64});
+  // An integer written as a float is an integer; the header may be false; the edges of a range.
+  CHECK(parse(R"({"seed":7.0})").seed == 7);
+  CHECK(parse(R"({"seed":2147483647})").seed == 2147483647u);
+  CHECK(parse(R"({"data":{"kind":"csv","path":"d","header":false}})").data.header == "false");
+  CHECK(parse(R"({"data":{"kind":"csv","path":"d"}})").data.label_column == -1);
+  CHECK(parse(R"({"data":{"validation_fraction":0}})").data.validation_fraction == 0.0);
+  CHECK(parse(R"({"training":{"batch_size":4,"accumulation":4}})").training.accumulation == 4);
+  CHECK(parse(R"({"optimizer":{"name":"sgd","momentum":0}})").optimizer.momentum == 0.0);
+}
+
+TEST_CASE("config: the rest of the messages, word for word") {
+  // Types: a choice given a non-string, an integer given a fraction, a huge unsigned integer.
+  CHECK(error_of(R"({"model":{"activation":1}})") ==
+        "c.json: model.activation: expected one of \"relu\", \"tanh\", got 1");
+  CHECK(error_of(R"({"seed":7.5})") == "c.json: seed: expected an integer, got 7.5");
+  CHECK(error_of(R"({"seed":18446744073709551615})") ==
+        "c.json: seed: must be between 0 and 2147483647, got 18446744073709551615");
+  CHECK(error_of(R"({"seed":2147483648})") == "c.json: seed: must be between 0 and 2147483647, got 2147483648");
+  CHECK(error_of(R"({"training":{"batch_size":true}})") == "c.json: training.batch_size: expected an integer, got true");
+  // Ranges, open and closed, with the value as written.
+  CHECK(error_of(R"({"data":{"validation_fraction":0.95}})") ==
+        "c.json: data.validation_fraction: must be >= 0 and <= 0.9, got 0.95");
+  CHECK(error_of(R"({"model":{"dropout":1}})") == "c.json: model.dropout: must be >= 0 and <= 0.95, got 1");
+  CHECK(error_of(R"({"optimizer":{"name":"adam","eps":0}})") == "c.json: optimizer.eps: must be > 0 and <= 1, got 0");
+  CHECK(error_of(R"({"optimizer":{"momentum":1}})") == "c.json: optimizer.momentum: must be >= 0 and <= 0.9999, got 1");
+  CHECK(error_of(R"({"optimizer":{"lr":-1}})") == "c.json: optimizer.lr: must be > 0 and <= 1000, got -1");
+  CHECK(error_of(R"({"training":{"steps":0}})") == "c.json: training.steps: must be between 1 and 1000000000, got 0");
+  CHECK(error_of(R"({"training":{"epochs":0}})") == "c.json: training.epochs: must be between 1 and 1000000, got 0");
+  CHECK(error_of(R"({"data":{"normalize":"minmax"}})") ==
+        "c.json: data.normalize: expected one of \"none\", \"standard\", got \"minmax\"");
+  // A long value is shortened in the message.
+  CHECK(error_of(R"({"seed":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"})") ==
+        "c.json: seed: expected an integer, got \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...");
+  // Unknown keys: at the top, in a section, with and without a suggestion; a key of another kind.
+  CHECK(error_of(R"({"zzzzzzzzzzzz":1})") == "c.json: zzzzzzzzzzzz: unknown key");
+  CHECK(error_of(R"({"training":{"batchsize":4}})") ==
+        "c.json: training.batchsize: unknown key (did you mean 'batch_size'?)");
+  CHECK(error_of(R"({"data":{"path":"d.csv"}})").rfind("c.json: data.path: unknown key", 0) == 0);
+  CHECK(error_of(R"({"data":{"kind":"csv","path":"d","samples":3}})").rfind("c.json: data.samples: unknown key", 0) == 0);
+  CHECK(error_of(R"({"model":{"hidden":[8.0]}})") ==
+        "c.json: model.hidden[0]: expected an integer width 1..65536, got 8.0");
+  CHECK(error_of(R"({"model":{"hidden":[65537]}})") ==
+        "c.json: model.hidden[0]: expected an integer width 1..65536, got 65537");
+  CHECK(error_of(R"({"data":{"kind":"idx","labels":"l"}})") == "c.json: data.images: missing (required)");
+  CHECK(error_of(R"({"data":{"kind":"csv","path":3}})") == "c.json: data.path: expected a non-empty string, got 3");
+  CHECK(error_of(R"({"training":[]})") == "c.json: training: expected an object {...}, got []");
+  // Invalid JSON: the position of the bad byte, the reason without nlohmann's own position.
+  CHECK(error_of("") == "c.json:1:1: invalid JSON: unexpected end of input; expected '[', '{', or a literal");
+  const std::string bad = error_of("{\n  \"seed\": 1,\n  oops\n}");
+  CHECK(bad.rfind("c.json:3:3: invalid JSON: ", 0) == 0);
+  CHECK(bad.find("while parsing") == std::string::npos);
+  CHECK(error_of("{\"seed\": 1} x").rfind("c.json:1:13: invalid JSON: ", 0) == 0);
+  CHECK(error_of("\"text\"") == "c.json: expected a JSON object {...} at the top level");
+  CHECK(error_of("null") == "c.json: expected a JSON object {...} at the top level");
+}
+
+TEST_CASE("config: apply_override edits the document one dotted key at a time") {
+  ojson doc = ojson::object();
+  apply_override(doc, "determinism.threads=2"); // creates the section
+  CHECK(doc.dump() == R"({"determinism":{"threads":2}})");
+  apply_override(doc, "description=a=b"); // the first '=' splits
+  CHECK(doc["description"] == "a=b");
+  apply_override(doc, "model.hidden=[1, 2]");
+  CHECK(doc["model"]["hidden"] == ojson::array({1, 2}));
+  apply_override(doc, "training.shuffle=false");
+  CHECK(doc["training"]["shuffle"] == false);
+  apply_override(doc, "model.activation=\"tanh\"");
+  CHECK(doc["model"]["activation"] == "tanh");
+  apply_override(doc, "determinism.threads=null"); // removed: its default applies
+  CHECK(doc["determinism"].dump() == "{}");
+  apply_override(doc, "model=null");
+  CHECK_FALSE(doc.contains("model"));
+  apply_override(doc, "absent.key=null"); // removing what is not there is fine
+  CHECK(doc["absent"].dump() == "{}");
+  doc["nulled"] = nullptr;
+  apply_override(doc, "nulled.x=1"); // a null parent becomes an object
+  CHECK(doc["nulled"]["x"] == 1);
+  CHECK(testing::error_of([&] { apply_override(doc, "optimizer.=1"); }) == "--set optimizer.=1: empty key component");
+  CHECK(testing::error_of([&] { apply_override(doc, ".lr=1"); }) == "--set .lr=1: empty key component");
+  CHECK(testing::error_of([&] { apply_override(doc, "description.x.y=1"); }) == "--set description.x.y=1: 'description' is not an object");
+  CHECK(testing::error_of([&] { apply_override(doc, "nulled.x.y=1"); }) == "--set nulled.x.y=1: 'nulled.x' is not an object");
+  CHECK(testing::error_of([&] { apply_override(doc, "no-equals-sign"); }) ==
+        "--set no-equals-sign: expected KEY=VALUE, e.g. --set optimizer.lr=0.1");
+  // Through parse_config: a value that is not JSON stays a string and is then checked as one.
+  CHECK(error_of("{}", {"optimizer.lr=abc"}) == "c.json: optimizer.lr: expected a number, got \"abc\"");
+  CHECK(parse(R"({"data":{"samples":10}})", {"data=null"}).data.samples == 2000);
+  CHECK(parse(R"({"seed":1})", {"seed=null"}).seed_drawn);
+  // Overrides apply in order: the last one wins.
+  CHECK(parse("{}", {"optimizer.lr=0.5", "optimizer.lr=0.25"}).optimizer.lr == 0.25);
+}
+
+TEST_CASE("config: a file on disk resolves data paths against its folder") {
+  testing::TempDir t;
+  testing::write(t / "sub/c.json", R"({"seed":1,"data":{"kind":"csv","path":"d.csv"}})");
+  Config c = load_config_file(t / "sub/c.json", {"training.steps=3"});
+  CHECK(c.source == t / "sub/c.json");
+  CHECK(c.base_dir == t / "sub");
+  CHECK(c.training.steps == 3);
+  CHECK(resolve_data_path(c, c.data.path) == t / "sub/d.csv");
+  CHECK(resolve_data_path(c, "../x/../d.csv") == t / "d.csv");
+  Config no_base = parse("{}");
+  no_base.base_dir.clear();
+  CHECK(resolve_data_path(no_base, "d.csv") == "d.csv");
+  CHECK(testing::error_of([&] { load_config_file(t / "missing.json", {}); }).rfind(t / "missing.json: cannot open", 0) == 0);
+  testing::write(t / "bad.json", "{\"seed\":1,}");
+  CHECK(testing::error_of([&] { load_config_file(t / "bad.json", {}); }).rfind(t / "bad.json:1:11: invalid JSON", 0) == 0);
+}
+
+TEST_CASE("config: every kind of config survives config_to_json and config_from_json") {
+  const char* docs[] = {
+      "{}",
+      R"({"seed":9,"optimizer":{"name":"sgd","momentum":0.5,"weight_decay":0.01},"training":{"epochs":2}})",
+      R"({"seed":9,"data":{"kind":"csv","path":"d.csv","label_column":2,"header":"auto","classes":0}})",
+      R"({"seed":9,"data":{"kind":"csv","path":"d.csv","header":true}})",
+      R"({"seed":9,"data":{"kind":"csv","path":"d.csv","header":false}})",
+      R"({"seed":9,"data":{"kind":"idx","images":"i","labels":"l","normalize":"none"},"model":{"hidden":[],"dropout":0.5}})",
+      R"({"seed":9,"determinism":{"threads":3,"reduction":"atomic","trace":"full"},"training":{"steps":7,"shuffle":false}})",
+  };
+  for (const char* text : docs) {
+    CAPTURE(text);
+    ojson j = config_to_json(parse(text));
+    CHECK(config_to_json(config_from_json(j, "manifest")).dump() == j.dump());
+  }
+  // The resolved JSON names every key, in a stable order.
+  CHECK(config_to_json(parse(R"({"seed":1,"determinism":{"threads":2}})")).dump() ==
+        R"({"seed":1,"data":{"kind":"synthetic","samples":2000,"features":20,"classes":4,"noise":1.0,)"
+        R"("validation_fraction":0.1,"normalize":"standard"},"model":{"hidden":[64],"activation":"relu","dropout":0.0},)"
+        R"("optimizer":{"name":"sgd","lr":0.05,"momentum":0.9,"weight_decay":0.0},)"
+        R"("training":{"batch_size":32,"epochs":1,"accumulation":1,"checkpoint_every":100,"checkpoint_keep":2,)"
+        R"("eval_every":100,"shuffle":true},"determinism":{"threads":2,"reduction":"ordered","trace":"weights"}})");
+  CHECK(config_to_json(parse(R"({"data":{"kind":"csv","path":"d","header":true}})"))["data"]["header"] == true);
+  // A damaged manifest config is an error naming the manifest.
+  ojson bad = config_to_json(parse("{}"));
+  bad["training"]["steps"] = 5; // and epochs: both
+  CHECK(testing::error_of([&] { config_from_json(bad, "run/manifest.json"); }) ==
+        "run/manifest.json: training.steps: give either \"epochs\" or \"steps\", not both");
 }
