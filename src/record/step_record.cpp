@@ -15,6 +15,9 @@ std::string json_number(double v) {
   if (std::isinf(v)) {
     return v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
   }
+  if (v == 0.0 && std::signbit(v)) {
+    return "-0.0"; // "-0" would read back as the integer 0, losing the sign bit
+  }
   return fmt::format("{}", v);
 }
 

@@ -128,6 +128,12 @@ TEST_CASE("diff: a run that ended early, and logs that number steps differently"
   CHECK(localizable(DivergenceKind::computation));
 }
 
+TEST_CASE("diff: a loss of -0.0 is not +0.0 bitwise") {
+  DiffResult r = diff_texts(line(0, 0) + line(1, 0.0), line(0, 0) + line(1, -0.0));
+  CHECK(r.divergence.kind == DivergenceKind::computation);
+  CHECK(r.divergence.step == 1);
+}
+
 TEST_CASE("diff: tolerance mode and ULP distance") {
   DiffOptions opt;
   opt.rtol = 1e-3;
