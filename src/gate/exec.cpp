@@ -215,7 +215,7 @@ ExecPlan plan_exec(const ExecOptions& opt, const World& world) {
   if (opt.argv.empty()) {
     throw Error("exec: give the program to run after --, e.g. reprun exec -- python3 train.py");
   }
-  ExecPlan plan{opt, world, resolve_executable(opt.argv[0]), {}, parse_vary(opt.vary), {}, ojson::array(), {}, {}, {}};
+  ExecPlan plan{.opt = opt, .world = world, .exe = resolve_executable(opt.argv[0]), .vary = parse_vary(opt.vary)};
   if (!opt.loss_regex.empty()) {
     try {
       plan.loss_re.emplace(opt.loss_regex, std::regex::ECMAScript);

@@ -302,8 +302,11 @@ RunLock resume_or_start(Session& s) {
     open_logs_then_manifest(s);
     return lock;
   }
-  const long from = s.forking ? opt.from_step : -1;
+  long from = -1; // resume in place: the newest valid checkpoint
   if (s.forking) {
+    // A fork starts at --from-step, or at the source's newest checkpoint (0 when it has none).
+    const auto kept = s.source->checkpoints();
+    from = opt.from_step >= 0 ? opt.from_step : kept.empty() ? 0 : kept.front().step;
     require_checkpoint(*s.source, from);
     s.run = RunDir::create(opt.out_dir);
   } else {
@@ -311,7 +314,7 @@ RunLock resume_or_start(Session& s) {
   }
   RunLock lock = s.run->lock();
   if (s.forking) {
-    s.run->copy_start_from(*s.source, std::max(from, 0L));
+    s.run->copy_start_from(*s.source, from);
   }
   auto reset = [&] {
     s.model->init(s.cfg.seed);
@@ -321,7 +324,7 @@ RunLock resume_or_start(Session& s) {
   };
   s.start_step = restore_state(*s.run, from, s.digest(), *s.model, *s.optim, reset,
                                [&](const std::string& n) { s.note(n); });
-  if (s.forking && from >= 0 && s.start_step != from) {
+  if (s.forking && s.start_step != from) {
     throw Error(s.source->path(), fmt::format("its checkpoint at step {} cannot be read", from));
   }
   s.run->truncate_logs_to(s.start_step);
@@ -421,7 +424,7 @@ RunSummary summary_of(const TrainResult& r, long total, const AppendLog& steps, 
 class Loop {
 public:
   explicit Loop(Session& s)
-      : m_s(s), m_steps(*s.steps_log), m_evals(*s.evals_log), m_batch(s) {
+      : m_s(s), m_steps(*s.steps_log), m_evals(*s.evals_log), m_batch(s), m_params(s.model->params()) {
     for (uint32_t i : s.split.val) {
       const long F = s.data.features;
       m_xval.insert(m_xval.end(), s.data.x.begin() + static_cast<long>(i) * F,
@@ -444,7 +447,7 @@ public:
         // Step 0: the initial state (weights before any update), so a diff can tell initial-state
         // differences from computation.
         StepRecord init;
-        tensor_sums(m_s.model->params(), nullptr, *m_s.pool, init.tensors);
+        tensor_sums(m_params, nullptr, *m_s.pool, init.tensors);
         m_steps.append(format_initial_line(init));
       }
       for (long s = m_s.start_step + 1; s <= m_s.plan.total_steps && m_res.status == "running"; ++s) {
@@ -504,7 +507,7 @@ private:
     }
     m_rec.tensors.clear();
     if (trace_weights()) {
-      tensor_sums(m_s.model->params(), stepped ? m_s.optim.get() : nullptr, *m_s.pool, m_rec.tensors);
+      tensor_sums(m_params, stepped ? m_s.optim.get() : nullptr, *m_s.pool, m_rec.tensors);
     }
     m_steps.append(format_step_line(m_rec));
     return loss;
@@ -564,6 +567,7 @@ private:
   Session& m_s;
   AppendLog &m_steps, &m_evals;
   BatchGatherer m_batch;
+  const std::vector<ParamRef> m_params; // named once, not per step
   std::vector<float> m_xval;
   std::vector<int32_t> m_yval;
   StepContext m_ctx;
@@ -578,14 +582,16 @@ TrainResult run_training(const TrainOptions& opt) {
   const auto t_start = std::chrono::steady_clock::now();
   Session s(opt);
   resolve_config(s);
-  if (s.resuming && !s.forking && opt.overrides.empty() &&
-      s.source->read_summary().value("status", "") == "complete") {
-    TrainResult r;
-    r.status = "complete";
-    r.run_dir = s.source->path();
-    r.steps = s.source->read_summary().value("steps", 0L);
-    s.note("run is already complete: " + r.run_dir);
-    return r;
+  if (s.resuming && !s.forking && opt.overrides.empty()) {
+    const ojson summary = s.source->read_summary();
+    if (summary.value("status", "") == "complete") {
+      TrainResult r;
+      r.status = "complete";
+      r.run_dir = s.source->path();
+      r.steps = summary.value("steps", 0L);
+      s.note("run is already complete: " + r.run_dir);
+      return r;
+    }
   }
   prepare(s);
   RunLock lock = resume_or_start(s);

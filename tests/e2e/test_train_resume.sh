@@ -47,4 +47,21 @@ n=$(json_get "$T/last_step.json" step)
 [[ -f "$T/int/checkpoints/step-$(printf %09d "$n").ckpt" ]] || fail "SIGINT: no checkpoint at the last step $n"
 expect_rc 0 "$REPRUN" train --resume "$T/int" -q
 cmp -s "$T/long_full/steps.jsonl" "$T/int/steps.jsonl" || fail "resume after SIGINT differs"
+# Forks: from the newest checkpoint (no --from-step) and from an earlier one, with the full trace;
+# the source stays as it was, and the fork's steps are the source's.
+cp "$T/full/steps.jsonl" "$T/full_steps_before"
+expect_rc 0 "$REPRUN" train --resume "$T/full" -o "$T/fork_newest" -q
+newest=$(json_get "$T/fork_newest/manifest.json" forked_from.step)
+last=$(json_get "$T/full/summary.json" steps)
+[[ $newest == "$last" ]] || fail "fork without --from-step started at $newest, not the newest checkpoint $last"
+cmp -s "$T/full/steps.jsonl" "$T/fork_newest/steps.jsonl" || fail "fork from the newest checkpoint differs"
+from=$(basename "$(ls "$T/full/checkpoints" | sort | head -n 1)" .ckpt)
+from=$((10#${from#step-}))
+expect_rc 0 "$REPRUN" train --resume "$T/full" -o "$T/fork_trace" --from-step "$from" --set determinism.trace=full -q
+[[ $(json_get "$T/fork_trace/manifest.json" forked_from.step) == "$from" ]] || fail "fork did not start at $from"
+expect_rc 0 "$REPRUN" diff "$T/full" "$T/fork_trace"
+cmp -s "$T/full/steps.jsonl" "$T/full_steps_before" || fail "forking changed the source's log"
+expect_error 'has no checkpoint at step 3 \(it keeps steps' "$REPRUN" train --resume "$T/full" -o "$T/fork_bad" --from-step 3
+[[ ! -e $T/fork_bad ]] || fail "a refused fork left a directory behind"
+expect_error "a resumed run may change execution settings only" "$REPRUN" train --resume "$T/full" --set optimizer.lr=0.5
 pass
