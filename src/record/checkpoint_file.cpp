@@ -144,7 +144,9 @@ long read_checkpoint_bytes(const std::string& bytes, const std::string& path, co
     if (off + n > bytes.size() || off + n < off) {
       throw Error(path, "truncated payload");
     }
-    std::memcpy(tensors[i].data, bytes.data() + off, n);
+    if (n > 0) { // a tensor of no values may have no storage (data == nullptr)
+      std::memcpy(tensors[i].data, bytes.data() + off, n);
+    }
     off += n;
   }
   return h["step"].get<long>();
