@@ -52,7 +52,9 @@ long DiffResult::material_meta_count() const {
 
 namespace {
 
-void open_side(const std::string& path, RunSide& side) {
+// Opens one side. A run directory's logs are verified against its summary first: a damaged run
+// is an error (exit 2), never reported as a divergence.
+void open_side(const std::string& path, RunSide& side, std::vector<std::string>& notes) {
   side.label = path;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -60,6 +62,10 @@ void open_side(const std::string& path, RunSide& side) {
     RunDir run = RunDir::open(path);
     side.manifest = run.read_manifest();
     side.summary = run.read_summary();
+    const LogCheck logs = run.verify_logs(side.summary);
+    if (!logs.verified) {
+      notes.push_back(logs.note);
+    }
     side.status = side.summary.value("status", "unknown");
     side.steps_path = run.existing_file(RunFile::steps);
     return;
@@ -134,8 +140,18 @@ bool line_loss(std::string_view line, const std::string& path, long lineno, doub
   return p.has_loss;
 }
 
+// What one side recorded and the other did not (different trace levels): left out of the
+// comparison and said in the report.
+struct OneSided {
+  bool tensors_a = false, tensors_b = false; // tensors (trace weights or full) on one side only
+  bool trace_a = false, trace_b = false;     // forward/backward entries (trace full) on one side only
+  bool initial_a = false, initial_b = false; // the step-0 record (initial weights)
+};
+
 // Compares two parsed records of the same step; fills `d` and returns true when they diverge.
-bool records_diverge(const ParsedStep& pa, const ParsedStep& pb, const Comparator& cmp, Divergence& d) {
+// What only one of them recorded is not compared (noted in `one`).
+bool records_diverge(const ParsedStep& pa, const ParsedStep& pb, const Comparator& cmp, Divergence& d,
+                     OneSided& one) {
   d.step = pa.step;
   d.epoch = pa.has_epoch ? pa.epoch : -1;
   d.has_loss = pa.has_loss && pb.has_loss;
@@ -152,39 +168,44 @@ bool records_diverge(const ParsedStep& pa, const ParsedStep& pb, const Comparato
   d.tensors.clear();
   d.first_tensor.clear();
   bool tensors_differ = false;
-  for (const auto& [name, va] : pa.tensors) {
-    const TensorValue* vb = nullptr;
-    for (const auto& [nb, v] : pb.tensors) {
-      if (nb == name) {
-        vb = &v;
-        break;
+  const bool tensors_both = pa.tensors.empty() == pb.tensors.empty();
+  one.tensors_a |= !tensors_both && !pa.tensors.empty();
+  one.tensors_b |= !tensors_both && !pb.tensors.empty();
+  if (tensors_both) {
+    for (const auto& [name, va] : pa.tensors) {
+      const TensorValue* vb = nullptr;
+      for (const auto& [nb, v] : pb.tensors) {
+        if (nb == name) {
+          vb = &v;
+          break;
+        }
       }
-    }
-    if (!vb) {
-      tensors_differ = true;
-      if (d.first_tensor.empty()) {
-        d.first_tensor = name + " (missing in B)";
+      if (!vb) {
+        tensors_differ = true;
+        if (d.first_tensor.empty()) {
+          d.first_tensor = name + " (missing in B)";
+        }
+        continue;
       }
-      continue;
-    }
-    if (!cmp.tensor_match(va, *vb)) {
-      tensors_differ = true;
-      if (d.first_tensor.empty()) {
-        d.first_tensor = name;
+      if (!cmp.tensor_match(va, *vb)) {
+        tensors_differ = true;
+        if (d.first_tensor.empty()) {
+          d.first_tensor = name;
+        }
+        TensorDelta t;
+        t.name = name;
+        t.has_norm = va.has_norm && vb->has_norm;
+        if (t.has_norm) {
+          t.norm_a = va.norm;
+          t.norm_b = vb->norm;
+          double den = std::max(std::fabs(va.norm), std::fabs(vb->norm));
+          t.rel = den > 0 ? std::fabs(va.norm - vb->norm) / den : 0.0;
+        }
+        d.tensors.push_back(t);
       }
-      TensorDelta t;
-      t.name = name;
-      t.has_norm = va.has_norm && vb->has_norm;
-      if (t.has_norm) {
-        t.norm_a = va.norm;
-        t.norm_b = vb->norm;
-        double den = std::max(std::fabs(va.norm), std::fabs(vb->norm));
-        t.rel = den > 0 ? std::fabs(va.norm - vb->norm) / den : 0.0;
-      }
-      d.tensors.push_back(t);
     }
   }
-  if (pb.tensors.size() != pa.tensors.size() && d.first_tensor.empty()) {
+  if (tensors_both && pb.tensors.size() != pa.tensors.size() && d.first_tensor.empty()) {
     tensors_differ = true;
     d.first_tensor = "(tensor lists differ)";
   }
@@ -197,6 +218,8 @@ bool records_diverge(const ParsedStep& pa, const ParsedStep& pb, const Comparato
   d.trace_phase.clear();
   d.trace_entry.clear();
   bool traced = !pa.forward.empty() && !pb.forward.empty();
+  one.trace_a |= !pa.forward.empty() && pb.forward.empty();
+  one.trace_b |= pa.forward.empty() && !pb.forward.empty();
   if (traced) {
     auto first_diff = [](const auto& x, const auto& y) -> std::string {
       for (size_t i = 0; i < std::min(x.size(), y.size()); ++i) {
@@ -275,15 +298,15 @@ public:
 
   void run() {
     std::string_view la, lb;
-    for (;;) {
-      const bool ha = m_ra.next(la);
-      const bool hb = m_rb.next(lb);
-      if (!ha || !hb) {
-        finish_longer(ha, la, hb, lb);
-        break;
-      }
+    bool ha = m_ra.next(la);
+    bool hb = m_rb.next(lb);
+    skip_unmatched_start(ha, la, hb, lb);
+    while (ha && hb) {
       compare(la, lb);
+      ha = m_ra.next(la);
+      hb = m_rb.next(lb);
     }
+    finish_longer(ha, la, hb, lb);
     Divergence& d = m_r.divergence;
     if (m_have_last && (m_r.growth.empty() || m_r.growth.back().step != m_last_common.step)) {
       m_r.growth.push_back(m_last_common);
@@ -293,12 +316,58 @@ public:
     }
     m_r.a.partial_tail = m_ra.partial_tail();
     m_r.b.partial_tail = m_rb.partial_tail();
-    if (!d.found && m_r.a.lines != m_r.b.lines) {
+    if (!d.found && m_r.a.lines - m_one.initial_a != m_r.b.lines - m_one.initial_b) {
       ended_early();
     }
+    note_one_sided();
+  }
+
+  // True when part of what one side recorded had no counterpart (different trace levels).
+  bool one_sided() const {
+    return m_one.tensors_a || m_one.tensors_b || m_one.trace_a || m_one.trace_b || m_one.initial_a ||
+           m_one.initial_b;
   }
 
 private:
+  // A step-0 record (initial weights: trace weights or full) on one side only is not compared: the
+  // other side's trace level ("loss") does not write one.
+  void skip_unmatched_start(bool& ha, std::string_view& la, bool& hb, std::string_view& lb) {
+    if (!ha || !hb) {
+      return;
+    }
+    const long sa = checked_step(la, m_ra, m_prev_a);
+    const long sb = checked_step(lb, m_rb, m_prev_b);
+    m_prev_a = m_prev_b = -1; // compare() checks them again
+    if (sa == 0 && sb > 0) {
+      m_one.initial_a = true;
+      m_prev_a = 0;
+      ha = m_ra.next(la);
+    } else if (sb == 0 && sa > 0) {
+      m_one.initial_b = true;
+      m_prev_b = 0;
+      hb = m_rb.next(lb);
+    }
+  }
+
+  void note_one_sided() {
+    auto side = [](bool a) { return a ? "A" : "B"; };
+    if (m_one.initial_a || m_one.initial_b) {
+      m_r.notes.push_back(fmt::format("not compared: the step-0 record (initial weights) is in {} only (its trace "
+                                      "level records it, the other's does not)",
+                                      side(m_one.initial_a)));
+    }
+    if (m_one.tensors_a || m_one.tensors_b) {
+      m_r.notes.push_back(fmt::format("not compared: {} recorded tensor checksums and norms, {} did not (trace levels "
+                                      "differ); loss, batch and epoch were compared",
+                                      m_one.tensors_a ? "A" : "B", m_one.tensors_a ? "B" : "A"));
+    }
+    if (m_one.trace_a || m_one.trace_b) {
+      m_r.notes.push_back(fmt::format("not compared: {} recorded forward and backward trace entries (trace full), "
+                                      "{} did not",
+                                      m_one.trace_a ? "A" : "B", m_one.trace_a ? "B" : "A"));
+    }
+  }
+
   // The rest of the longer log is checked too (a garbage line there is still an error).
   void finish_longer(bool ha, std::string_view la, bool hb, std::string_view lb) {
     for (bool more = ha; more; more = m_ra.next(la)) {
@@ -384,7 +453,7 @@ private:
     }
     ParsedStep pa = parse_step_line(la, m_ra.path(), m_ra.lineno());
     ParsedStep pb = parse_step_line(lb, m_rb.path(), m_rb.lineno());
-    if (!records_diverge(pa, pb, m_cmp, d)) {
+    if (!records_diverge(pa, pb, m_cmp, d, m_one)) {
       return;
     }
     d.line = m_ra.lineno();
@@ -402,13 +471,15 @@ private:
   void ended_early() {
     Divergence& d = m_r.divergence;
     const RunSide &a = m_r.a, &b = m_r.b;
-    const bool a_short = a.lines < b.lines;
+    // Records compared: a step-0 record on one side only does not count.
+    const long na = a.lines - m_one.initial_a, nb = b.lines - m_one.initial_b;
+    const bool a_short = na < nb;
     d.found = true;
     d.kind = DivergenceKind::ended_early;
     d.step = (a_short ? m_prev_a : m_prev_b) + 1;
     d.line = std::min(a.lines, b.lines) + 1;
     d.detail = fmt::format("{} stops after {} records, {} has {}; statuses: A {}, B {}", a_short ? "A" : "B",
-                           std::min(a.lines, b.lines), a_short ? "B" : "A", std::max(a.lines, b.lines),
+                           std::min(na, nb), a_short ? "B" : "A", std::max(na, nb),
                            a.status.empty() ? "(bare log)" : a.status, b.status.empty() ? "(bare log)" : b.status);
   }
 
@@ -421,19 +492,21 @@ private:
   long m_next_gap = 0; // next step offset (1, 10, 100, ...) to record after the divergence
   GapPoint m_last_common;
   bool m_have_last = false;
+  OneSided m_one;
 };
 
 std::string plural_fields(long n) {
   return fmt::format("{} metadata field{} differ{}", n, n == 1 ? "" : "s", n == 1 ? "s" : "");
 }
 
-void set_verdict(DiffResult& r, const DiffOptions& opt) {
+void set_verdict(DiffResult& r, const DiffOptions& opt, bool one_sided) {
   const Divergence& d = r.divergence;
   const long material = r.material_meta_count();
   r.identical = !d.found && material == 0;
   if (r.identical) {
-    r.verdict = fmt::format("IDENTICAL: {} step records {}", r.steps_compared,
-                            opt.tolerance() ? "match within tolerance" : "bitwise identical");
+    r.verdict = fmt::format("IDENTICAL: {} step records {}{}", r.steps_compared,
+                            opt.tolerance() ? "match within tolerance" : "bitwise identical",
+                            one_sided ? " in what both recorded (see notes)" : "");
     if (r.a.is_run_dir && r.b.is_run_dir) {
       r.verdict += ", metadata matches";
     }
@@ -456,15 +529,16 @@ void set_verdict(DiffResult& r, const DiffOptions& opt) {
 DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptions& opt) {
   DiffResult r;
   r.mode = describe_mode(opt);
-  open_side(a, r.a);
-  open_side(b, r.b);
+  open_side(a, r.a, r.notes);
+  open_side(b, r.b, r.notes);
   if (r.a.is_run_dir != r.b.is_run_dir) {
     r.notes.push_back("one side is a run directory, the other a bare step log: metadata not compared");
   }
   if (r.a.is_run_dir && r.b.is_run_dir) {
     r.meta = diff_manifests(r.a.manifest, r.b.manifest, opt, r.dataset);
   }
-  StepWalk(r, opt).run();
+  StepWalk walk(r, opt);
+  walk.run();
   for (const RunSide* s : {&r.a, &r.b}) {
     if (s->partial_tail > 0) {
       r.notes.push_back(fmt::format("{}: last line is incomplete ({} bytes, a write cut short): ignored",
@@ -474,7 +548,7 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
   if (!r.divergence.found && r.a.is_run_dir && r.b.is_run_dir && r.a.status != r.b.status) {
     r.notes.push_back(fmt::format("statuses differ: A {}, B {}", r.a.status, r.b.status));
   }
-  set_verdict(r, opt);
+  set_verdict(r, opt, walk.one_sided());
   return r;
 }
 

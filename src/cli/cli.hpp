@@ -35,18 +35,21 @@ bool stderr_is_terminal();
 
 // check and exec: where the runs go, and the reports they write.
 struct WorkDir {
-  WorkDir(const std::string& given, const std::string& prefix); // given, or a new temporary one
+  WorkDir(const std::string& given, const std::string& prefix, bool keep); // given, or a new temporary one
   void discard_if_empty() const;                                // after an error
   std::string path;
   bool temporary = false;
+  bool keep = false; // --keep: a temporary one stays, whatever the result
 };
 struct ReportFiles {
   std::string junit, markdown, html;
 };
 void add_report_options(CLI::App& sub, std::string& format, ReportFiles& files);
+// -o WORK_DIR and --keep, for the commands that launch runs.
+void add_work_options(CLI::App& sub, std::string& work, bool& keep);
 // Prints and writes the reports, removes a temporary work directory when all runs agree (else
 // says where they are); returns the exit code (0 identical, 1 different).
-int finish_runs(const CheckResult& r, const std::string& format, const ReportFiles& files, const WorkDir& work);
+int finish_runs(CheckResult r, const std::string& format, const ReportFiles& files, const WorkDir& work);
 
 Action add_train(CLI::App& sub);
 Action add_diff(CLI::App& sub);

@@ -1,4 +1,4 @@
-// `reprun check CONFIG.json [-o WORK_DIR] [--runs N] [--vary DIM=V1,V2,...]... [--set KEY=VALUE]...
+// `reprun check CONFIG.json [-o WORK_DIR] [--keep] [--runs N] [--vary DIM=V1,V2,...]... [--set KEY=VALUE]...
 //  [--format F] [--junit FILE] [--markdown FILE] [--html FILE] [--quiet]`
 #include "cli/cli.hpp"
 
@@ -14,6 +14,7 @@ namespace {
 struct CheckFlags {
   std::string config;
   std::string work;
+  bool keep = false;
   int runs = 0;
   std::vector<std::string> vary;
   std::vector<std::string> sets;
@@ -29,7 +30,7 @@ int run(const CheckFlags& f) {
   opt.runs = f.runs;
   opt.vary = f.vary;
   opt.sets = f.sets;
-  WorkDir work(f.work, "reprun-check");
+  WorkDir work(f.work, "reprun-check", f.keep);
   opt.work_dir = work.path;
   if (!f.quiet) {
     opt.on_note = [](const std::string& s) { std::cerr << "reprun check: " << s << "\n"; };
@@ -48,7 +49,7 @@ int run(const CheckFlags& f) {
 Action add_check(CLI::App& sub) {
   auto f = std::make_shared<CheckFlags>();
   sub.add_option("config", f->config, "Training config (JSON)")->required();
-  sub.add_option("-o,--out", f->work, "Work directory for run-1..run-N (default: a temporary one, kept on failure)");
+  add_work_options(sub, f->work, f->keep);
   sub.add_option("--runs", f->runs, "Number of runs (default 2, or as many as --vary needs)")->check(CLI::Range(2, 64));
   sub.add_option("--vary", f->vary,
                  "Vary a dimension across runs: threads=1,2,4 | accumulation=1,2,4 | resume=STEP (run i uses value i)");

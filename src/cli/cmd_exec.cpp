@@ -1,4 +1,4 @@
-// `reprun exec [-o WORK_DIR] [--runs N] [--no-pin] [--pin NAME=VALUE]... [--vary env:NAME=V1,V2]...
+// `reprun exec [-o WORK_DIR] [--keep] [--runs N] [--no-pin] [--pin NAME=VALUE]... [--vary env:NAME=V1,V2]...
 //  [--artifact PATH]... [--loss-regex REGEX] [--format F] [--junit FILE] [--markdown FILE]
 //  [--html FILE] [--quiet] -- PROGRAM ARGS...`
 #include "cli/cli.hpp"
@@ -17,6 +17,7 @@ struct ExecFlags {
   CLI::App* app = nullptr;
   ExecOptions opt;
   std::string work;
+  bool keep = false;
   bool no_pin = false;
   std::string format = "text";
   ReportFiles files;
@@ -34,7 +35,7 @@ int run(ExecFlags& f) {
     throw Error("exec: give the program to run after --, e.g. reprun exec -- python3 train.py");
   }
   opt.pin = !f.no_pin;
-  WorkDir work(f.work, "reprun-exec");
+  WorkDir work(f.work, "reprun-exec", f.keep);
   opt.work_dir = work.path;
   if (!opt.quiet) {
     opt.on_note = [](const std::string& s) { std::cerr << "reprun exec: " << s << "\n"; };
@@ -53,7 +54,7 @@ int run(ExecFlags& f) {
 Action add_exec(CLI::App& sub) {
   auto f = std::make_shared<ExecFlags>();
   f->app = &sub;
-  sub.add_option("-o,--out", f->work, "Work directory for run-1..run-N (default: a temporary one, kept on failure)");
+  add_work_options(sub, f->work, f->keep);
   sub.add_option("--runs", f->opt.runs, "Number of runs (default 2)")->check(CLI::Range(2, 64));
   sub.add_flag("--no-pin", f->no_pin, "Run the program as it is, without the determinism pins");
   sub.add_option("--pin", f->opt.pins, "Set NAME=VALUE in every run's environment (recorded as a pin)");

@@ -94,12 +94,14 @@ int run(const TrainFlags& f) {
   if (r.code == ExitCode::different) {
     std::cerr << "reprun: error: " << r.run_dir << ": " << r.status << "\n";
   } else if (!f.quiet) {
-    std::cout << fmt::format("run: {}\nstatus: {}\nsteps: {}\ntrain_loss: {}\n", r.run_dir, r.status, r.steps,
-                             r.train_loss);
+    std::cout << fmt::format("run: {}\nstatus: {}{}\nsteps: {}\ntrain_loss: {}\n", r.run_dir, r.status,
+                             r.already_complete ? " (already; nothing was trained, the metrics are the run's own)" : "",
+                             r.steps, r.train_loss);
     if (r.has_val) {
       std::cout << fmt::format("val_loss: {}\nval_accuracy: {:.4f}\n", r.val_loss, r.val_accuracy);
     }
-    std::cout << fmt::format("steps_per_second: {:.1f}\n", r.steps_per_second);
+    std::cout << fmt::format("steps_per_second: {:.1f}{}\n", r.steps_per_second,
+                             r.already_complete ? " (when it was trained)" : "");
   }
   return static_cast<int>(r.code);
 }

@@ -15,7 +15,7 @@ namespace reprun::cli {
 
 namespace fs = std::filesystem;
 
-WorkDir::WorkDir(const std::string& given, const std::string& prefix) {
+WorkDir::WorkDir(const std::string& given, const std::string& prefix, bool keep_it) : keep(keep_it) {
   if (!given.empty()) {
     path = given;
     return;
@@ -35,8 +35,10 @@ void WorkDir::discard_if_empty() const {
   }
 }
 
-int finish_runs(const CheckResult& r, const std::string& format_name, const ReportFiles& files, const WorkDir& work) {
+int finish_runs(CheckResult r, const std::string& format_name, const ReportFiles& files, const WorkDir& work) {
   ReportFormat format = parse_report_format(format_name);
+  // Decided before the reports are written, so that none names a folder that is gone.
+  r.work_dir_removed = work.temporary && !work.keep && r.identical;
   std::cout << render_check(r, format, format == ReportFormat::text && want_color());
   if (!files.junit.empty()) {
     write_file_atomic(files.junit, render_check(r, ReportFormat::junit, false));
@@ -50,13 +52,19 @@ int finish_runs(const CheckResult& r, const std::string& format_name, const Repo
   if (const char* summary = std::getenv("GITHUB_STEP_SUMMARY"); summary && *summary) {
     std::ofstream(summary, std::ios::app) << render_check(r, ReportFormat::markdown, false) << "\n";
   }
-  if (work.temporary && r.identical) {
+  if (r.work_dir_removed) {
     std::error_code ec;
     fs::remove_all(work.path, ec);
   } else if (work.temporary) {
     std::cerr << "reprun " << r.kind << ": runs kept in " << work.path << "\n";
   }
   return r.identical ? 0 : 1;
+}
+
+void add_work_options(CLI::App& sub, std::string& work, bool& keep) {
+  sub.add_option("-o,--out", work, "Work directory for run-1..run-N (default: a temporary one, removed when all runs "
+                                   "agree)");
+  sub.add_flag("--keep", keep, "Keep the temporary work directory even when all runs agree");
 }
 
 void add_report_options(CLI::App& sub, std::string& format, ReportFiles& files) {

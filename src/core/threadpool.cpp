@@ -8,7 +8,11 @@
 // idle pool costs no CPU.
 #include "reprun/core/threadpool.hpp"
 
+#include "reprun/core/error.hpp"
+
 #include <chrono>
+#include <string>
+#include <system_error>
 
 namespace reprun {
 
@@ -17,12 +21,21 @@ constexpr auto k_spin = std::chrono::microseconds(50);
 }
 
 ThreadPool::ThreadPool(int threads) : m_size(threads < 1 ? 1 : threads) {
-  for (int w = 1; w < m_size; ++w) {
-    m_threads.emplace_back([this, w] { worker_loop(w); });
+  try {
+    for (int w = 1; w < m_size; ++w) {
+      m_threads.emplace_back([this, w] { worker_loop(w); });
+    }
+  } catch (const std::system_error& e) {
+    const size_t started = m_threads.size() + 1;
+    stop_workers();
+    throw Error("determinism.threads", "cannot start " + std::to_string(m_size) + " threads (the system allowed " +
+                               std::to_string(started) + "): " + e.what() + "; use fewer threads");
   }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(m_mutex);
     m_stop = true;

@@ -24,6 +24,8 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
+constexpr long k_max_threads = 1024; // as determinism.threads and --threads
+
 struct Dim {
   std::string name;
   std::vector<long> values;
@@ -51,6 +53,9 @@ std::vector<Dim> parse_vary(const std::vector<std::string>& vary) {
       long x = std::strtol(tok.c_str(), &end, 10);
       if (tok.empty() || *end != '\0' || errno != 0 || x < 1 || x > 1'000'000'000) {
         throw Error("--vary " + v, "'" + tok + "' is not a positive integer");
+      }
+      if (name == "threads" && x > k_max_threads) {
+        throw Error("--vary " + v, fmt::format("{} threads: at most {} (determinism.threads)", x, k_max_threads));
       }
       d.values.push_back(x);
       if (comma == std::string::npos) {
@@ -190,8 +195,11 @@ CheckRun train_run(const CheckPlan& plan, int i, const std::string& dir,
   ChildResult c = run_child(plan.exe, args, log);
   if (kill_at > 0) {
     if (!c.killed) {
-      note(fmt::format("run-{}: finished before step {}, so it was not killed", i, kill_at));
-      run.variation += " (run ended before that step: not killed)";
+      fail_if_broken(c, fmt::format("run-{}", i), log, "training");
+      // The variation did not happen: passing would certify a resume that was never tested.
+      throw Error(fmt::format("--vary resume={}", kill_at),
+                  fmt::format("run-{} ended (exit {}) before step {}, so it was never killed and resumed (log: {})", i,
+                              c.exit_code, kill_at, log));
     } else {
       std::vector<std::string> rargs = {"train", "--resume", run.dir, "--quiet"};
       rargs.insert(rargs.end(), targs.begin(), targs.end());
@@ -206,6 +214,20 @@ CheckRun train_run(const CheckPlan& plan, int i, const std::string& dir,
     run.status = std::string("unreadable: ") + e.what();
   }
   return run;
+}
+
+// A resume variation must stop the run before its last step, or it tests nothing: each step of
+// `resume` is checked against run 1's length before any other run is trained.
+void require_resume_before_end(const Dim& resume, const CheckRun& first) {
+  const long last = RunDir::open(first.dir).read_summary().value("steps", 0L);
+  for (long step : resume.values) {
+    if (step >= last) {
+      throw Error(fmt::format("--vary resume={}", step),
+                  fmt::format("step {} is at or past the run's last step ({}): the run would end before it is killed, "
+                              "so no resume would be tested; give a step from 1 to {}",
+                              step, last, last - 1));
+    }
+  }
 }
 
 // Forks `run` at checkpoint `from` into `replay` and trains the fork to `until` with trace full.
@@ -285,6 +307,9 @@ CheckResult run_check(const CheckOptions& opt) {
   const auto dirs = plan_run_dirs(res.work_dir, runs, "check");
   for (int i = 1; i <= runs; ++i) {
     res.runs.push_back(train_run(plan, i, dirs[static_cast<size_t>(i - 1)], note));
+    if (i == 1 && plan.resume) {
+      require_resume_before_end(*plan.resume, res.runs[0]);
+    }
   }
   DiffOptions dopt;
   if (plan.accumulation) {

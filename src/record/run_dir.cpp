@@ -36,15 +36,78 @@ bool exists_no_follow(const std::string& path) {
   return fs::exists(fs::symlink_status(path, ec));
 }
 
-// Facts of the complete lines of `text` (a partial last line is not a record).
-LogFacts facts_of(std::string_view text, Xxh3Stream& digest) {
-  size_t end = text.rfind('\n');
-  size_t complete = end == std::string_view::npos ? 0 : end + 1;
+// Facts of the first `limit` complete lines of the file `fd` reads (all of them when limit < 0),
+// hashed into `digest`. Read in pieces, so memory does not grow with the log; a partial last line
+// is not a record.
+LogFacts scan_log(int fd, const std::string& path, long limit, Xxh3Stream& digest) {
   LogFacts f;
-  f.records = static_cast<long>(std::count(text.begin(), text.begin() + static_cast<long>(complete), '\n'));
-  digest.update(text.data(), complete);
+  std::vector<char> buf(1u << 20);
+  std::string pending; // the start of a line that a later piece ends
+  while (limit < 0 || f.records < limit) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      throw Error(path, std::string("cannot read: ") + std::strerror(errno));
+    }
+    if (n == 0) {
+      break;
+    }
+    const char* p = buf.data();
+    const char* end = p + n;
+    while (p < end && (limit < 0 || f.records < limit)) {
+      const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+      if (!nl) {
+        pending.append(p, end);
+        break;
+      }
+      if (!pending.empty()) {
+        digest.update(pending.data(), pending.size());
+        pending.clear();
+      }
+      digest.update(p, static_cast<size_t>(nl + 1 - p));
+      ++f.records;
+      p = nl + 1;
+    }
+  }
   f.xxh3 = "xxh3:" + hex64(digest.digest());
   return f;
+}
+
+// scan_log of the file at `path`; a missing file has no records.
+LogFacts scan_log_file(const std::string& path, long limit, Xxh3Stream& digest) {
+  refuse_link(path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 && errno == ENOENT) {
+    return {0, "xxh3:" + hex64(digest.digest())};
+  }
+  if (fd < 0) {
+    throw Error(path, std::string("cannot open: ") + std::strerror(errno));
+  }
+  try {
+    LogFacts f = scan_log(fd, path, limit, digest);
+    ::close(fd);
+    return f;
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+}
+
+// The facts a summary recorded for a log ("steps_log": {"records": N, "xxh3": "xxh3:..."}), or
+// none when it predates them. Throws Error naming the summary when they are malformed.
+std::optional<LogFacts> recorded_facts(const ojson& summary, const char* key, const std::string& summary_path) {
+  auto it = summary.find(key);
+  if (it == summary.end()) {
+    return std::nullopt;
+  }
+  const ojson& j = *it;
+  if (!j.is_object() || !j.contains("records") || !j["records"].is_number_integer() || j["records"].get<long>() < 0 ||
+      !j.contains("xxh3") || !j["xxh3"].is_string()) {
+    throw Error(summary_path, fmt::format("\"{}\" is not {{\"records\": N, \"xxh3\": \"xxh3:...\"}}", key));
+  }
+  return LogFacts{j["records"].get<long>(), j["xxh3"].get<std::string>()};
 }
 
 ojson number_or_name(double v) {
@@ -96,11 +159,7 @@ ojson read_json_object(const std::string& path, const char* what) {
 
 AppendLog::AppendLog(const std::string& path) : m_path(path), m_digest(std::make_unique<Xxh3Stream>()) {
   refuse_link(path);
-  std::error_code ec;
-  if (fs::exists(path, ec)) {
-    LogFacts f = facts_of(read_file(path), *m_digest);
-    m_records = f.records;
-  }
+  m_records = scan_log_file(path, -1, *m_digest).records;
   // O_NOFOLLOW: a symlink planted in a run directory never redirects a write outside it.
   m_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (m_fd < 0) {
@@ -265,13 +324,47 @@ ojson RunDir::read_summary() const {
 AppendLog RunDir::append(RunFile log) const { return AppendLog(file(log)); }
 
 LogFacts RunDir::log_facts(RunFile log) const {
-  std::string path = file(log);
-  refuse_link(path);
   Xxh3Stream digest;
-  if (!exists_no_follow(path)) {
-    return facts_of({}, digest);
+  return scan_log_file(file(log), -1, digest);
+}
+
+LogCheck RunDir::verify_logs(const ojson& summary) const {
+  const std::string summary_path = file(RunFile::summary);
+  const std::string status = summary.value("status", "");
+  // "running": written when the process started; later records may follow.
+  const bool finished = status != "running";
+  LogCheck check{true, ""};
+  for (const auto& [log, key, what] : {std::tuple{RunFile::steps, "steps_log", "step"},
+                                       std::tuple{RunFile::evals, "evals_log", "evaluation"}}) {
+    const std::optional<LogFacts> want = recorded_facts(summary, key, summary_path);
+    if (!want) {
+      if (log == RunFile::steps) {
+        check = {false, fmt::format("{}: {} holds no integrity facts (written by an older reprun or another tool): "
+                                    "the logs were not verified",
+                                    m_path, name(RunFile::summary))};
+      }
+      continue;
+    }
+    Xxh3Stream digest;
+    const LogFacts got = scan_log_file(file(log), finished ? -1 : want->records, digest);
+    const std::string where = file(log);
+    if (got.records < want->records) {
+      throw Error(where, fmt::format("damaged: holds {} complete {} records, {} recorded {} (truncated after the run "
+                                     "wrote it)",
+                                     got.records, what, name(RunFile::summary), want->records));
+    }
+    if (got.records > want->records) {
+      throw Error(where, fmt::format("damaged: holds {} complete {} records, {} recorded {} (lines were added after the "
+                                     "run ended)",
+                                     got.records, what, name(RunFile::summary), want->records));
+    }
+    if (got.xxh3 != want->xxh3) {
+      throw Error(where, fmt::format("damaged: its {} {} records do not match the digest in {} ({}, now {}): the file "
+                                     "was edited after the run wrote it",
+                                     got.records, what, name(RunFile::summary), want->xxh3, got.xxh3));
+    }
   }
-  return facts_of(read_file(path), digest);
+  return check;
 }
 
 void RunDir::truncate_logs_to(long step) const {

@@ -151,7 +151,7 @@ ojson check_to_json(const CheckResult& r) {
   j["identical"] = r.identical;
   j["verdict"] = r.verdict;
   j[r.kind == "exec" ? "program" : "config"] = r.config;
-  j["work_dir"] = r.work_dir;
+  j["work_dir"] = r.work_dir_removed ? ojson(nullptr) : ojson(r.work_dir); // null: removed
   j["vary"] = r.vary;
   ojson runs = ojson::array();
   for (const auto& run : r.runs) {

@@ -199,7 +199,8 @@ std::string render_check_text(const CheckResult& r, bool color) {
   Style st{color};
   std::string o;
   o += (r.identical ? st.green(st.bold(r.verdict)) : st.red(st.bold(r.verdict))) + "\n";
-  o += fmt::format("  {}: {}\n  work dir: {}\n", r.kind == "exec" ? "program" : "config", r.config, r.work_dir);
+  o += fmt::format("  {}: {}\n  work dir: {}\n", r.kind == "exec" ? "program" : "config", r.config,
+                   r.work_dir_removed ? "removed (temporary, all runs agreed; --keep keeps it)" : r.work_dir);
   for (const auto& run : r.runs) {
     o += fmt::format("  run-{}: {} -> {}\n", run.index, run.variation.empty() ? "baseline" : run.variation, run.status);
   }

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -223,6 +224,11 @@ void resolve_config(Session& s) {
   } else {
     s.source = RunDir::open(opt.resume_dir);
     s.manifest = s.source->read_manifest();
+    // A damaged log is an error here: resuming would build on records that are not the run's.
+    const LogCheck logs = s.source->verify_logs(s.source->read_summary());
+    if (!logs.verified) {
+      s.note(logs.note);
+    }
     s.cfg = resumed_config(s);
   }
   if (opt.threads > 0) {
@@ -576,6 +582,44 @@ private:
   long m_done = 0; // steps computed by this process
 };
 
+// A number of summary.json: a JSON number, or "NaN"/"Infinity"/"-Infinity" as written for
+// non-finite values; nullopt for null or a missing key.
+std::optional<double> summary_number(const ojson& summary, const char* key) {
+  auto it = summary.find(key);
+  if (it == summary.end() || it->is_null()) {
+    return std::nullopt;
+  }
+  if (it->is_number()) {
+    return it->get<double>();
+  }
+  const std::string v = it->is_string() ? it->get<std::string>() : "";
+  if (v == "NaN") {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  if (v == "Infinity" || v == "-Infinity") {
+    return v[0] == '-' ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  }
+  return std::nullopt;
+}
+
+// The result of a run that was already complete: its recorded final metrics.
+TrainResult completed_run(const std::string& dir, const ojson& summary) {
+  TrainResult r;
+  r.status = "complete";
+  r.already_complete = true;
+  r.run_dir = dir;
+  r.steps = summary.value("steps", 0L);
+  r.train_loss = summary_number(summary, "train_loss").value_or(0.0);
+  const auto val_loss = summary_number(summary, "val_loss");
+  const auto val_accuracy = summary_number(summary, "val_accuracy");
+  r.has_val = val_loss && val_accuracy;
+  r.val_loss = val_loss.value_or(0.0);
+  r.val_accuracy = val_accuracy.value_or(0.0);
+  r.wall_seconds = summary_number(summary, "wall_seconds").value_or(0.0);
+  r.steps_per_second = summary_number(summary, "steps_per_second").value_or(0.0);
+  return r;
+}
+
 } // namespace
 
 TrainResult run_training(const TrainOptions& opt) {
@@ -585,12 +629,8 @@ TrainResult run_training(const TrainOptions& opt) {
   if (s.resuming && !s.forking && opt.overrides.empty()) {
     const ojson summary = s.source->read_summary();
     if (summary.value("status", "") == "complete") {
-      TrainResult r;
-      r.status = "complete";
-      r.run_dir = s.source->path();
-      r.steps = summary.value("steps", 0L);
-      s.note("run is already complete: " + r.run_dir);
-      return r;
+      s.note("run is already complete, nothing to train: " + s.source->path());
+      return completed_run(s.source->path(), summary);
     }
   }
   prepare(s);

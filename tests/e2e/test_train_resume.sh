@@ -16,6 +16,18 @@ done
 # Resuming a complete run changes nothing.
 expect_rc 0 "$REPRUN" train --resume "$T/k7" -q
 cmp -s "$T/full/steps.jsonl" "$T/k7/steps.jsonl" || fail "resuming a complete run changed it"
+# ... and says so, with the run's own final metrics (not zeros).
+expect_rc 0 "$REPRUN" train --resume "$T/k7"
+grep -q 'already complete, nothing to train' "$T/err" || fail "resuming a complete run should say so: $(cat "$T/err")"
+grep -q '^status: complete (already' "$T/out" || fail "status line: $(cat "$T/out")"
+python3 - "$T/out" "$T/k7/summary.json" <<'PY' || fail "resuming a complete run printed other metrics: $(cat "$T/out")"
+import json, sys
+out = dict(l.split(": ", 1) for l in open(sys.argv[1]).read().splitlines())
+s = json.load(open(sys.argv[2]))
+assert float(out["train_loss"]) == s["train_loss"] != 0, (out["train_loss"], s["train_loss"])
+assert abs(float(out["val_accuracy"]) - s["val_accuracy"]) < 1e-4, out
+assert float(out["steps_per_second"].split()[0]) > 0, out
+PY
 # Resuming with a different config is refused.
 expect_error 'differs from the configuration of the run being resumed' \
   "$REPRUN" train "$T/c.json" --resume "$T/k7" --set optimizer.lr=0.5

@@ -231,6 +231,8 @@ std::string make_run(const testing::TempDir& t, const std::string& name, const s
   testing::write(run.file(RunFile::steps), log);
   RunSummary s;
   s.status = status;
+  s.steps_log = run.log_facts(RunFile::steps); // as the trainer records them
+  s.evals_log = run.log_facts(RunFile::evals);
   run.write_summary(s);
   return run.path();
 }
@@ -295,6 +297,23 @@ TEST_CASE("diff: run directories compare their manifests as well as their logs")
     DiffResult r = diff_runs(a, make_run(t, "b", log_of(3), 0.1, 2, "interrupted"), {});
     CHECK(r.identical);
     CHECK(r.notes == std::vector<std::string>{"statuses differ: A complete, B interrupted"});
+  }
+  SUBCASE("a damaged log is an error, not a divergence") {
+    const std::string b = make_run(t, "b", log_of(3));
+    testing::write(RunDir::open(b).file(RunFile::steps), log_of(2));
+    CHECK(testing::error_of([&] { diff_runs(a, b, {}); }) ==
+          b + "/steps.jsonl" +
+              ": damaged: holds 3 complete step records, summary.json recorded 4 (truncated after the run wrote it)");
+  }
+  SUBCASE("a summary without integrity facts: compared as it is, with a note") {
+    const std::string b = make_run(t, "b", log_of(3));
+    RunSummary old;
+    old.status = "complete";
+    RunDir::open(b).write_summary(old);
+    DiffResult r = diff_runs(a, b, {});
+    CHECK(r.identical);
+    REQUIRE(r.notes.size() == 1);
+    CHECK(r.notes[0].find("holds no integrity facts") != std::string::npos);
   }
   SUBCASE("a run directory against a bare log") {
     DiffResult r = diff_runs(a, a + "/steps.jsonl", {});

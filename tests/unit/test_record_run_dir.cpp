@@ -6,8 +6,10 @@
 #include "testing.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -379,4 +381,86 @@ TEST_CASE("RunDir: symlinked manifests and artifact names") {
   refuse_link(t / "nothing-here"); // a missing path is not a link
   CHECK(std::string(RunDir::name(RunFile::lock)) == ".lock");
   CHECK(std::string(RunDir::name(RunFile::stderr_log)) == "stderr.txt");
+}
+
+TEST_CASE("RunDir: verify_logs checks the logs against the summary's facts") {
+  testing::TempDir t;
+  RunDir run = RunDir::create(t / "run");
+  // Longer than one read piece (1 MiB), with lines across the pieces' edges.
+  std::string text;
+  for (int i = 0; text.size() < (3u << 20); ++i) {
+    text += "{\"step\":" + std::to_string(i) + ",\"pad\":\"" + std::string(static_cast<size_t>(i % 977), 'x') + "\"}\n";
+  }
+  const long n = static_cast<long>(std::count(text.begin(), text.end(), '\n'));
+  testing::write(run.file(RunFile::steps), text);
+  testing::write(run.file(RunFile::evals), "{\"step\":5}\n");
+  const std::string steps = run.file(RunFile::steps);
+  CHECK(run.log_facts(RunFile::steps) == LogFacts{n, "xxh3:" + hex64(xxh3_64(text.data(), text.size()))});
+  RunSummary s;
+  s.status = "complete";
+  s.steps_log = run.log_facts(RunFile::steps);
+  s.evals_log = run.log_facts(RunFile::evals);
+  run.write_summary(s);
+  auto verify = [&] { return run.verify_logs(run.read_summary()); };
+  CHECK(verify().verified);
+  CHECK(verify().note.empty());
+  SUBCASE("a partial last line is not a record: still verified") {
+    testing::write(steps, text + "{\"step\":99");
+    CHECK(verify().verified);
+  }
+  SUBCASE("truncated") {
+    testing::write(steps, text.substr(0, text.rfind('\n', text.size() - 2) + 1));
+    CHECK(error_of(verify) == steps + fmt::format(": damaged: holds {} complete step records, summary.json recorded {} "
+                                                  "(truncated after the run wrote it)",
+                                                  n - 1, n));
+  }
+  SUBCASE("extended") {
+    testing::write(steps, text + "{\"step\":1}\n");
+    CHECK(error_of(verify).find("damaged: holds " + std::to_string(n + 1) + " complete step records") !=
+          std::string::npos);
+  }
+  SUBCASE("edited: one byte in the middle") {
+    std::string edited = text;
+    edited[text.size() / 2] = edited[text.size() / 2] == 'x' ? 'y' : 'x';
+    testing::write(steps, edited);
+    CHECK(error_of(verify).rfind(steps + ": damaged: its " + std::to_string(n) +
+                                     " step records do not match the digest in summary.json",
+                                 0) == 0);
+  }
+  SUBCASE("evaluations are checked too") {
+    testing::write(run.file(RunFile::evals), "{\"step\":6}\n");
+    CHECK(error_of(verify).rfind(run.file(RunFile::evals) + ": damaged: its 1 evaluation records", 0) == 0);
+  }
+  SUBCASE("a summary still 'running' describes the first records: more may follow") {
+    RunSummary r;
+    r.status = "running";
+    r.steps_log = run.log_facts(RunFile::steps);
+    r.evals_log = run.log_facts(RunFile::evals);
+    run.write_summary(r);
+    testing::write(steps, text + "{\"step\":1}\n{\"step\":2}\n");
+    CHECK(verify().verified);
+    testing::write(steps, text.substr(0, 100) + "X" + text.substr(101));
+    CHECK(error_of(verify).find("do not match the digest") != std::string::npos);
+    testing::write(steps, text.substr(0, 1000));
+    CHECK(error_of(verify).find("truncated after the run wrote it") != std::string::npos);
+  }
+  SUBCASE("no facts (an older run, or another tool): not verified, with a note") {
+    RunSummary old;
+    old.status = "complete";
+    run.write_summary(old);
+    testing::write(steps, "anything\n");
+    const LogCheck c = verify();
+    CHECK_FALSE(c.verified);
+    CHECK(c.note == run.path() + ": summary.json holds no integrity facts (written by an older reprun or another "
+                                 "tool): the logs were not verified");
+    CHECK_FALSE(run.verify_logs(ojson{{"status", "unknown (no summary.json)"}}).verified);
+  }
+  SUBCASE("malformed facts name the summary") {
+    ojson bad = run.read_summary();
+    bad["steps_log"]["records"] = "many";
+    CHECK(error_of([&] { run.verify_logs(bad); }) ==
+          run.file(RunFile::summary) + ": \"steps_log\" is not {\"records\": N, \"xxh3\": \"xxh3:...\"}");
+    bad["steps_log"] = 3;
+    CHECK(error_of([&] { run.verify_logs(bad); }).find("is not {") != std::string::npos);
+  }
 }

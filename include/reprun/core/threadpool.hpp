@@ -15,7 +15,9 @@ namespace reprun {
 
 class ThreadPool {
 public:
-  explicit ThreadPool(int threads); // threads >= 1; the calling thread is one of them
+  // threads >= 1; the calling thread is one of them. Throws Error (exit 2) when the system cannot
+  // start them all (none is left running).
+  explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -26,6 +28,7 @@ public:
   void parallel_for(int n, const std::function<void(int task, int worker)>& fn);
 
 private:
+  void stop_workers();
   void worker_loop(int worker);
   void run_tasks(int worker, uint64_t generation, const std::function<void(int, int)>* fn, int n);
 

@@ -34,6 +34,7 @@ struct CheckResult {
   std::string verdict;
   std::string config;   // check: the config file; exec: the program's command line
   std::string work_dir;
+  bool work_dir_removed = false; // a temporary work directory, removed as all runs agreed (--keep keeps it)
   std::vector<std::string> vary; // as given
   std::vector<CheckRun> runs;
   std::vector<CheckPair> pairs;

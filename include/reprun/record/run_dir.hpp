@@ -54,6 +54,13 @@ struct RunSummary {
   std::optional<LogFacts> steps_log, evals_log;
 };
 
+// What RunDir::verify_logs found: the logs match the summary's facts, or the summary holds none
+// (a run older than the facts), said in `note`. A damaged log is an Error, not a LogCheck.
+struct LogCheck {
+  bool verified = false;
+  std::string note;
+};
+
 // An append-only log with its integrity facts kept current: one write() per line.
 class AppendLog {
 public:
@@ -123,6 +130,12 @@ public:
   AppendLog append(RunFile log) const; // steps or evals
   // Facts of a log as it is on disk now (a missing log has none: 0 records).
   LogFacts log_facts(RunFile log) const;
+  // Checks steps.jsonl and evals.jsonl against the facts in `summary` (as read_summary returns
+  // it). A summary written when its process ended (complete, interrupted, failed) must describe
+  // each log exactly; one that still says "running" (the process was killed, or is still
+  // writing) was written at its start, so its records must be the log's first ones. Throws Error
+  // naming the damaged file and what is wrong (exit 2): a damaged run is not a divergence.
+  LogCheck verify_logs(const nlohmann::ordered_json& summary) const;
   // Back to the state right after checkpoint `step`: the logs keep their lines up to that step
   // (step 0, the start: steps.jsonl keeps nothing, as the step-0 line is written again).
   void truncate_logs_to(long step) const;

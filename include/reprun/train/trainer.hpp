@@ -54,6 +54,7 @@ struct TrainResult {
   bool has_val = false;
   double wall_seconds = 0.0;
   double steps_per_second = 0.0;
+  bool already_complete = false; // --resume of a complete run: nothing trained, metrics from its summary
 };
 
 // A run, top to bottom: prepare (config, data, model), resume-or-start (run directory, state),
