@@ -5,6 +5,7 @@
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
@@ -22,6 +23,90 @@ namespace {
 std::string show(const ojson& v) {
   std::string s = v.dump();
   return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
+// Every key of the config, dotted, in docs/config.md order: an unknown key anywhere is matched
+// against all of them, so a key written in the wrong section still finds its place.
+const std::vector<std::string>& all_keys() {
+  static const std::vector<std::string> k_keys = {
+      "seed", "description", "format", "data", "model", "optimizer", "training", "determinism",
+      "data.kind", "data.samples", "data.features", "data.classes", "data.noise", "data.path",
+      "data.label_column", "data.header", "data.images", "data.labels", "data.validation_fraction",
+      "data.normalize", "model.hidden", "model.activation", "model.dropout", "optimizer.name", "optimizer.lr",
+      "optimizer.momentum", "optimizer.beta1", "optimizer.beta2", "optimizer.eps", "optimizer.weight_decay",
+      "training.batch_size", "training.epochs", "training.steps", "training.accumulation",
+      "training.checkpoint_every", "training.checkpoint_keep", "training.eval_every", "training.eval_batch_size",
+      "training.shuffle", "determinism.threads", "determinism.reduction", "determinism.trace"};
+  return k_keys;
+}
+
+// Names other tools give our keys (PyTorch, Keras, scikit-learn habits), lower case.
+const std::vector<std::pair<std::string, std::string>>& key_aliases() {
+  static const std::vector<std::pair<std::string, std::string>> k_aliases = {
+      {"learning_rate", "optimizer.lr"},     {"learningrate", "optimizer.lr"},
+      {"optim", "optimizer"},                {"optimizer.type", "optimizer.name"},
+      {"data.type", "data.kind"},            {"data.format", "data.kind"},
+      {"num_epochs", "training.epochs"},     {"n_epochs", "training.epochs"},
+      {"max_epochs", "training.epochs"},     {"max_steps", "training.steps"},
+      {"num_steps", "training.steps"},       {"iterations", "training.steps"},
+      {"hidden_layers", "model.hidden"},     {"hidden_sizes", "model.hidden"},
+      {"layers", "model.hidden"},            {"num_classes", "data.classes"},
+      {"n_classes", "data.classes"},         {"label", "data.label_column"},
+      {"target", "data.label_column"},       {"target_column", "data.label_column"},
+      {"file", "data.path"},                 {"csv", "data.path"},
+      {"val_split", "data.validation_fraction"}, {"validation_split", "data.validation_fraction"},
+      {"num_threads", "determinism.threads"}, {"workers", "determinism.threads"},
+      {"gradient_accumulation_steps", "training.accumulation"}, {"l2", "optimizer.weight_decay"},
+  };
+  return k_aliases;
+}
+
+std::string leaf_of(const std::string& dotted) {
+  auto dot = dotted.rfind('.');
+  return dot == std::string::npos ? dotted : dotted.substr(dot + 1);
+}
+
+// The key an unknown `key` (in section `prefix`, "" or "training.") most likely means, dotted, or
+// "": a close spelling in its own section (named as the section does: 'lr'), else an alias, the
+// same name in another section, or a close spelling of any key anywhere (named in full:
+// 'optimizer.lr').
+std::string suggest_key(const std::string& prefix, const std::string& key, const std::vector<std::string>& known) {
+  std::string s = did_you_mean(key, known);
+  if (!s.empty()) {
+    return s;
+  }
+  std::string lower;
+  for (char ch : key) {
+    lower += ch == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  auto suggest = [](const std::string& dotted) { return " (did you mean '" + dotted + "'?)"; };
+  for (const auto& [alias, dotted] : key_aliases()) {
+    if ((lower == alias || prefix + lower == alias) && prefix + key != dotted) {
+      return suggest(dotted);
+    }
+  }
+  std::vector<std::string> leaves;
+  std::vector<std::string> dotted_of;
+  for (const auto& k : all_keys()) {
+    if (k.rfind(prefix, 0) == 0 && k.find('.', prefix.size()) == std::string::npos) {
+      continue; // its own section: asked above
+    }
+    if (!prefix.empty() && (k == "data" || k == "model" || k == "optimizer" || k == "training" || k == "determinism")) {
+      continue; // a key inside a section is not a section
+    }
+    if (leaf_of(k) == lower) {
+      return suggest(k);
+    }
+    leaves.push_back(leaf_of(k));
+    dotted_of.push_back(k);
+  }
+  s = did_you_mean(lower, leaves);
+  for (size_t i = 0; i < leaves.size() && !s.empty(); ++i) {
+    if (s == " (did you mean '" + leaves[i] + "'?)") {
+      return suggest(dotted_of[i]);
+    }
+  }
+  return "";
 }
 
 // One JSON object of the config: typed getters that remember which keys were read, then finish()
@@ -140,7 +225,7 @@ public:
         known = known || k == it.key();
       }
       if (!known) {
-        fail(it.key(), "unknown key" + did_you_mean(it.key(), m_known));
+        fail(it.key(), "unknown key" + suggest_key(m_prefix, it.key(), m_known));
       }
     }
   }
@@ -169,6 +254,17 @@ const ojson& empty_object() {
 
 void parse_data(const ojson& o, const std::string& src, DataConfig& d) {
   Section s(o, "data.", src);
+  auto given = [&](const char* key) { return o.contains(key); }; // null too: unknown for this kind
+  if (!given("kind")) {
+    // A key of a file format without the kind: the default (synthetic) would call it unknown.
+    for (const auto& [key, kind] : {std::pair{"path", "csv"}, {"label_column", "csv"}, {"header", "csv"},
+                                    {"images", "idx"}, {"labels", "idx"}}) {
+      if (given(key)) {
+        s.fail("kind", fmt::format("missing: data.{} is read for data.kind \"{}\" (the default is \"synthetic\"); "
+                                   "add \"kind\": \"{}\" to data", key, kind, kind));
+      }
+    }
+  }
   d.kind = s.choice("kind", "synthetic", {"synthetic", "csv", "idx"});
   if (d.kind == "synthetic") {
     d.samples = s.integer("samples", d.samples, 2, 100'000'000);
@@ -199,6 +295,13 @@ void parse_data(const ojson& o, const std::string& src, DataConfig& d) {
   }
   d.validation_fraction = s.number("validation_fraction", d.validation_fraction, 0.0, 0.9);
   d.normalize = s.choice("normalize", d.normalize, {"none", "standard"});
+  for (const auto& [key, kind] : {std::pair{"samples", "synthetic"}, {"features", "synthetic"}, {"noise", "synthetic"},
+                                  {"path", "csv"}, {"label_column", "csv"}, {"header", "csv"},
+                                  {"images", "idx"}, {"labels", "idx"}}) {
+    if (d.kind != kind && given(key)) {
+      s.fail(key, fmt::format("read only for data.kind \"{}\" (data.kind is \"{}\")", kind, d.kind));
+    }
+  }
   s.finish();
 }
 
@@ -228,6 +331,17 @@ void parse_model(const ojson& o, const std::string& src, ModelConfig& m) {
 void parse_optimizer(const ojson& o, const std::string& src, OptimizerConfig& p) {
   Section s(o, "optimizer.", src);
   p.name = s.choice("name", p.name, {"sgd", "adam"});
+  auto given = [&](const char* key) { return o.contains(key); }; // null too: unknown for this kind
+  if (p.name == "adam" && given("momentum")) {
+    s.fail("momentum", "momentum is an SGD option (optimizer.name is \"adam\"); Adam's momentum is "
+                       "optimizer.beta1 (default 0.9)");
+  }
+  for (const char* key : {"beta1", "beta2", "eps"}) {
+    if (p.name == "sgd" && given(key)) {
+      s.fail(key, fmt::format("{} is an Adam option (optimizer.name is \"sgd\"); set optimizer.name to \"adam\", "
+                              "or use optimizer.momentum with SGD", key));
+    }
+  }
   p.lr = s.number("lr", p.name == "adam" ? 0.001 : 0.05, 0.0, 1e3, true);
   p.weight_decay = s.number("weight_decay", 0.0, 0.0, 10.0);
   if (p.name == "sgd") {
