@@ -52,7 +52,8 @@ Action add_check(CLI::App& sub) {
   add_work_options(sub, f->work, f->keep);
   sub.add_option("--runs", f->runs, "Number of runs (default 2, or as many as --vary needs)")->check(CLI::Range(2, 64));
   sub.add_option("--vary", f->vary,
-                 "Vary a dimension across runs: threads=1,2,4 | accumulation=1,2,4 | resume=STEP (run i uses value i)");
+                 "Vary a dimension across runs: threads=1,2,4 | accumulation=1,2,4 | eval_batch_size=1,7,256 | "
+                 "resume=STEP (run i uses value i)");
   sub.add_option("--set", f->sets, "Override a config key in every run: KEY=VALUE");
   add_report_options(sub, f->format, f->files);
   sub.add_flag("-q,--quiet", f->quiet, "No progress notes on stderr");

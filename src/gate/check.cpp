@@ -37,11 +37,12 @@ std::vector<Dim> parse_vary(const std::vector<std::string>& vary) {
     auto eq = v.find('=');
     std::string name = v.substr(0, eq);
     if (eq == std::string::npos || eq + 1 >= v.size()) {
-      throw Error("--vary " + v, "expected DIM=V1,V2,... (threads, accumulation or resume)");
+      throw Error("--vary " + v, "expected DIM=V1,V2,... (threads, accumulation, eval_batch_size or resume)");
     }
-    if (name != "threads" && name != "accumulation" && name != "resume") {
-      throw Error("--vary " + v, "unknown dimension '" + name + "'; expected threads, accumulation or resume" +
-                                     did_you_mean(name, {"threads", "accumulation", "resume"}));
+    if (name != "threads" && name != "accumulation" && name != "eval_batch_size" && name != "resume") {
+      throw Error("--vary " + v,
+                  "unknown dimension '" + name + "'; expected threads, accumulation, eval_batch_size or resume" +
+                      did_you_mean(name, {"threads", "accumulation", "eval_batch_size", "resume"}));
     }
     Dim d{name, {}};
     size_t start = eq + 1;
@@ -139,6 +140,7 @@ struct CheckPlan {
   std::string config;
   const Dim* threads = nullptr;
   const Dim* accumulation = nullptr;
+  const Dim* eval_batch_size = nullptr;
   const Dim* resume = nullptr;
   std::vector<std::string> sets;
 
@@ -175,6 +177,11 @@ CheckRun train_run(const CheckPlan& plan, int i, const std::string& dir,
     args.push_back("--set");
     args.push_back(fmt::format("training.accumulation={}", value_for(plan.accumulation, i)));
     parts.push_back(fmt::format("accumulation={}", value_for(plan.accumulation, i)));
+  }
+  if (plan.eval_batch_size) {
+    args.push_back("--set");
+    args.push_back(fmt::format("training.eval_batch_size={}", value_for(plan.eval_batch_size, i)));
+    parts.push_back(fmt::format("eval_batch_size={}", value_for(plan.eval_batch_size, i)));
   }
   for (const auto& s : plan.sets) {
     args.push_back("--set");
@@ -288,7 +295,10 @@ CheckResult run_check(const CheckOptions& opt) {
   CheckPlan plan;
   size_t longest = 0;
   for (const auto& d : dims) {
-    (d.name == "threads" ? plan.threads : d.name == "accumulation" ? plan.accumulation : plan.resume) = &d;
+    (d.name == "threads"           ? plan.threads
+     : d.name == "accumulation"    ? plan.accumulation
+     : d.name == "eval_batch_size" ? plan.eval_batch_size
+                                   : plan.resume) = &d;
     longest = std::max(longest, d.values.size() + (d.name == "resume" ? 1 : 0));
   }
   const int runs = count_runs(opt.runs, longest);
@@ -314,6 +324,9 @@ CheckResult run_check(const CheckOptions& opt) {
   DiffOptions dopt;
   if (plan.accumulation) {
     dopt.varied.push_back("config.training.accumulation");
+  }
+  if (plan.eval_batch_size) {
+    dopt.varied.push_back("config.training.eval_batch_size");
   }
   compare_runs(
       res, dopt,

@@ -372,6 +372,7 @@ void parse_training(const ojson& o, const std::string& src, TrainingConfig& t) {
   t.checkpoint_every = s.integer("checkpoint_every", 100, 1, 1'000'000'000);
   t.checkpoint_keep = s.integer("checkpoint_keep", 2, 1, 1000);
   t.eval_every = s.integer("eval_every", 100, 1, 1'000'000'000);
+  t.eval_batch_size = s.integer("eval_batch_size", 256, 1, 1'000'000);
   t.shuffle = s.boolean("shuffle", true);
   s.finish();
 }
@@ -553,6 +554,7 @@ ojson config_to_json(const Config& c) {
   t["checkpoint_every"] = c.training.checkpoint_every;
   t["checkpoint_keep"] = c.training.checkpoint_keep;
   t["eval_every"] = c.training.eval_every;
+  t["eval_batch_size"] = c.training.eval_batch_size;
   t["shuffle"] = c.training.shuffle;
   j["training"] = t;
   j["determinism"] = {{"threads", c.determinism.threads},

@@ -242,10 +242,13 @@ void MlpRunner::end_step(std::vector<TraceEntry>& forward, std::vector<TraceEntr
   }
 }
 
-void MlpRunner::evaluate(const float* x, const int32_t* y, long m, double& loss_sum, long& correct) {
+void MlpRunner::evaluate(const float* x, const int32_t* y, long m, long batch_rows, double& loss_sum, long& correct) {
   const size_t L = m_model.layers().size();
-  for (long r0 = 0; r0 < m; r0 += m_max_rows) {
-    const long rows = std::min(m_max_rows, m - r0);
+  // Each logit is one chain over its inputs whatever the number of rows, and softmax_eval adds
+  // row by row into the one loss_sum: no per-batch partial sum, so the cut cannot change a bit.
+  const long step = std::clamp(batch_rows, 1L, m_max_rows);
+  for (long r0 = 0; r0 < m; r0 += step) {
+    const long rows = std::min(step, m - r0);
     forward(nullptr, x + r0 * m_model.features(), rows, r0, false);
     m_be.softmax_eval(m_z[L - 1].data(), y + r0, rows, m_model.classes(), loss_sum, correct);
   }

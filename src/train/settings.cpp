@@ -16,6 +16,8 @@ const std::vector<ExecutionSetting>& execution_settings() {
       {"training.checkpoint_every", "checkpoints save state; they never change it"},
       {"training.checkpoint_keep", "checkpoints save state; they never change it"},
       {"training.eval_every", "evaluation reads the weights; it never changes them"},
+      {"training.eval_batch_size",
+       "evaluation reads the weights, and sums each row's loss in row order whatever the batch"},
       {"determinism.threads", "work is split in fixed chunks and reduced in a fixed order"},
       {"determinism.trace", "the trace level changes what is logged, not what is computed"},
   };

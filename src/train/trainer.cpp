@@ -270,7 +270,8 @@ void prepare(Session& s) {
   s.model->init(cfg.seed);
   s.optim = std::make_unique<Optimizer>(cfg.optimizer, s.model->params());
   const long micro_rows = (cfg.training.batch_size + cfg.training.accumulation - 1) / cfg.training.accumulation;
-  s.runner = std::make_unique<MlpRunner>(*s.model, cfg.model, std::max(micro_rows, 256L), *s.backend);
+  s.runner = std::make_unique<MlpRunner>(*s.model, cfg.model, std::max(micro_rows, cfg.training.eval_batch_size),
+                                         *s.backend);
 }
 
 // The logs exist before the manifest: a directory with a manifest is always a readable run,
@@ -526,7 +527,7 @@ private:
     double loss_sum = 0.0;
     long correct = 0;
     const long n = static_cast<long>(m_yval.size());
-    m_s.runner->evaluate(m_xval.data(), m_yval.data(), n, loss_sum, correct);
+    m_s.runner->evaluate(m_xval.data(), m_yval.data(), n, m_s.cfg.training.eval_batch_size, loss_sum, correct);
     m_res.has_val = true;
     m_res.val_loss = loss_sum / static_cast<double>(n);
     m_res.val_accuracy = static_cast<double>(correct) / static_cast<double>(n);

@@ -53,6 +53,7 @@ TEST_CASE("config: an empty object resolves every default") {
   CHECK(c.training.checkpoint_every == 100);
   CHECK(c.training.checkpoint_keep == 2);
   CHECK(c.training.eval_every == 100);
+  CHECK(c.training.eval_batch_size == 256);
   CHECK(c.training.shuffle);
   CHECK(c.determinism.threads == static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   CHECK(c.determinism.reduction == "ordered");
@@ -66,7 +67,7 @@ TEST_CASE("config: every key is read") {
     "data":{"kind":"synthetic","samples":100,"features":3,"classes":5,"noise":0.5,"validation_fraction":0.2,"normalize":"none"},
     "model":{"hidden":[8,4],"activation":"tanh","dropout":0.25},
     "optimizer":{"name":"adam","lr":0.01,"weight_decay":0.1,"beta1":0.8,"beta2":0.99,"eps":1e-6},
-    "training":{"batch_size":10,"steps":30,"accumulation":2,"checkpoint_every":5,"checkpoint_keep":3,"eval_every":6,"shuffle":false},
+    "training":{"batch_size":10,"steps":30,"accumulation":2,"checkpoint_every":5,"checkpoint_keep":3,"eval_every":6,"eval_batch_size":7,"shuffle":false},
     "determinism":{"threads":3,"reduction":"atomic","trace":"full"}})");
   CHECK(c.seed == 7);
   CHECK_FALSE(c.seed_drawn);
@@ -92,6 +93,7 @@ TEST_CASE("config: every key is read") {
   CHECK(c.training.checkpoint_every == 5);
   CHECK(c.training.checkpoint_keep == 3);
   CHECK(c.training.eval_every == 6);
+  CHECK(c.training.eval_batch_size == 7);
   CHECK_FALSE(c.training.shuffle);
   CHECK(c.determinism.threads == 3);
   CHECK(c.determinism.reduction == "atomic");
@@ -330,7 +332,7 @@ TEST_CASE("config: every kind of config survives config_to_json and config_from_
         R"("validation_fraction":0.1,"normalize":"standard"},"model":{"hidden":[64],"activation":"relu","dropout":0.0},)"
         R"("optimizer":{"name":"sgd","lr":0.05,"momentum":0.9,"weight_decay":0.0},)"
         R"("training":{"batch_size":32,"epochs":1,"accumulation":1,"checkpoint_every":100,"checkpoint_keep":2,)"
-        R"("eval_every":100,"shuffle":true},"determinism":{"threads":2,"reduction":"ordered","trace":"weights"}})");
+        R"("eval_every":100,"eval_batch_size":256,"shuffle":true},"determinism":{"threads":2,"reduction":"ordered","trace":"weights"}})");
   CHECK(config_to_json(parse(R"({"data":{"kind":"csv","path":"d","header":true}})"))["data"]["header"] == true);
   // A damaged manifest config is an error naming the manifest.
   ojson bad = config_to_json(parse("{}"));
@@ -384,4 +386,14 @@ TEST_CASE("config: a key of a data kind or an optimizer that is not the one chos
   // A key inside a section is never offered a top-level name ('data' for data.pth).
   CHECK(error_of(R"({"data":{"kind":"csv","path":"d","pth":1}})") == "c.json: data.pth: unknown key (did you mean 'path'?)");
   CHECK(error_of(R"({"model":{"dta":1}})") == "c.json: model.dta: unknown key");
+}
+
+TEST_CASE("config: training.eval_batch_size is read, checked and written back") {
+  CHECK(parse(R"({"training":{"eval_batch_size":1}})").training.eval_batch_size == 1);
+  CHECK(parse("{}", {"training.eval_batch_size=7"}).training.eval_batch_size == 7);
+  CHECK(error_of(R"({"training":{"eval_batch_size":0}})") ==
+        "c.json: training.eval_batch_size: must be between 1 and 1000000, got 0");
+  ojson j = config_to_json(parse(R"({"training":{"eval_batch_size":9}})"));
+  CHECK(j["training"]["eval_batch_size"] == 9);
+  CHECK(config_from_json(j, "manifest").training.eval_batch_size == 9);
 }

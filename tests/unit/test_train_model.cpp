@@ -274,3 +274,46 @@ TEST_CASE("The optimizer's fused norm equals weight_norm of the updated weights,
     }
   }
 }
+
+TEST_CASE("Evaluation gives the same loss bits and accuracy for every evaluation batch size") {
+  // Odd widths and a row count that no batch size below divides: ragged last batches and GEMM
+  // edge tiles everywhere. A per-batch partial loss sum would change the bits with the cut.
+  const long F = 29, C = 5, m = 301;
+  ModelConfig mc;
+  mc.hidden = {37, 19};
+  Mlp model(mc, F, C);
+  model.init(8);
+  std::vector<float> x(static_cast<size_t>(m * F));
+  std::vector<int32_t> y(static_cast<size_t>(m));
+  for (size_t i = 0; i < x.size(); ++i) {
+    Philox4 r = draw(3, Stream::data_noise, static_cast<uint32_t>(i));
+    x[i] = 4.0f * to_unit_float(r[0]) - 2.0f;
+  }
+  for (size_t i = 0; i < y.size(); ++i) {
+    y[i] = static_cast<int32_t>(i * 7 % static_cast<size_t>(C));
+  }
+  double want_loss = 0.0;
+  long want_correct = 0;
+  bool first = true;
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    auto backend = make_cpu_backend(&pool);
+    MlpRunner runner(model, mc, m, *backend);
+    for (long rows : {1L, 7L, 24L, 25L, 128L, 256L, 300L, 301L}) {
+      CAPTURE(threads);
+      CAPTURE(rows);
+      double loss = 0.0;
+      long correct = 0;
+      runner.evaluate(x.data(), y.data(), m, rows, loss, correct);
+      if (first) {
+        want_loss = loss;
+        want_correct = correct;
+        first = false;
+        CHECK(std::isfinite(loss));
+        CHECK(loss > 0.0);
+      }
+      CHECK(std::memcmp(&loss, &want_loss, sizeof(double)) == 0);
+      CHECK(correct == want_correct);
+    }
+  }
+}

@@ -16,7 +16,7 @@ struct CheckOptions {
   std::string config;
   std::string work_dir;               // empty: a temporary folder (kept only when the check fails)
   int runs = 0;                       // 0: 2, or as many as the --vary lists need
-  std::vector<std::string> vary;      // "threads=1,2,4", "accumulation=1,4", "resume=20"
+  std::vector<std::string> vary;      // "threads=1,2,4", "accumulation=1,4", "eval_batch_size=1,7", "resume=20"
   std::vector<std::string> sets;      // --set passed to every run
   std::string self_exe;               // the reprun binary to run (default /proc/self/exe)
   std::function<void(const std::string&)> on_note;

@@ -54,6 +54,7 @@ struct TrainingConfig {
   long checkpoint_every = 0; // resolved default: min(100, steps per epoch)
   long eval_every = 0;       // resolved default: steps per epoch
   long checkpoint_keep = 2;
+  long eval_batch_size = 256; // rows per evaluation forward pass; cannot change a result
   bool shuffle = true;
 };
 

@@ -81,8 +81,10 @@ public:
   // Final trace entries of the step (forward and backward lists).
   void end_step(std::vector<TraceEntry>& forward, std::vector<TraceEntry>& backward);
 
-  // Evaluation forward pass (no dropout): adds loss sum and correct count.
-  void evaluate(const float* x, const int32_t* y, long m, double& loss_sum, long& correct);
+  // Evaluation forward pass (no dropout) over m rows, `batch_rows` (<= max_rows) at a time: adds
+  // each row's loss to loss_sum in row order, and the correct count. The batch size cannot change
+  // a bit of either (docs/determinism.md).
+  void evaluate(const float* x, const int32_t* y, long m, long batch_rows, double& loss_sum, long& correct);
 
 private:
   void forward(const StepContext* ctx, const float* x, long m, long row0, bool train);

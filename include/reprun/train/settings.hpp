@@ -16,7 +16,7 @@ struct ExecutionSetting {
   const char* why; // why it cannot change a result
 };
 
-// In config order. The CUDA, MPI and search issues add device, ranks and evaluation batch size.
+// In config order. The CUDA and MPI issues add device and ranks.
 const std::vector<ExecutionSetting>& execution_settings();
 
 // True when `dotted_key` ("training.accumulation") is an execution setting, or lies inside one.
