@@ -567,6 +567,23 @@ Config config_from_json(const ojson& j, const std::string& source) {
   return parse_config(j.dump(), source, "", {});
 }
 
+void take_data_decisions(DataConfig& c, const DataConfig& resolved) {
+  if (c.kind == "synthetic" || c.kind != resolved.kind) {
+    return;
+  }
+  if (c.classes == 0) {
+    c.classes = resolved.classes;
+  }
+  if (c.kind == "csv") {
+    if (c.header == "auto") {
+      c.header = resolved.header;
+    }
+    if (c.label_column < 0) {
+      c.label_column = resolved.label_column;
+    }
+  }
+}
+
 std::string resolve_data_path(const Config& c, const std::string& p) {
   std::filesystem::path path(p);
   if (path.is_absolute() || c.base_dir.empty()) {

@@ -39,8 +39,11 @@ const std::vector<std::string>& derived_execution_keys() {
   return k_keys;
 }
 
-std::string result_config_digest(const std::string& resolved_config_json) {
-  using ojson = nlohmann::ordered_json;
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+ojson without_execution_settings(const std::string& resolved_config_json) {
   ojson c = ojson::parse(resolved_config_json);
   for (const auto& s : execution_settings()) {
     std::string_view key = s.key;
@@ -50,7 +53,42 @@ std::string result_config_digest(const std::string& resolved_config_json) {
       c[section].erase(std::string(key.substr(dot + 1)));
     }
   }
-  return sha256_hex(c.dump());
+  return c;
+}
+
+// The first leaf (in a's key order, then b's keys a lacks) where a and b differ.
+std::optional<ConfigDifference> first_difference(const ojson& a, const ojson& b, const std::string& prefix) {
+  if (a.is_object() && b.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+      if (!b.contains(it.key())) {
+        return ConfigDifference{key, it->dump(), "(absent)"};
+      }
+      if (auto d = first_difference(*it, b[it.key()], key)) {
+        return d;
+      }
+    }
+    for (auto it = b.begin(); it != b.end(); ++it) {
+      if (!a.contains(it.key())) {
+        return ConfigDifference{prefix.empty() ? it.key() : prefix + "." + it.key(), "(absent)", it->dump()};
+      }
+    }
+    return std::nullopt;
+  }
+  if (a.dump() != b.dump()) {
+    return ConfigDifference{prefix, a.dump(), b.dump()};
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+std::string result_config_digest(const std::string& resolved_config_json) {
+  return sha256_hex(without_execution_settings(resolved_config_json).dump());
+}
+
+std::optional<ConfigDifference> first_result_difference(const std::string& a_json, const std::string& b_json) {
+  return first_difference(without_execution_settings(a_json), without_execution_settings(b_json), "");
 }
 
 } // namespace reprun

@@ -11,6 +11,7 @@
 #include "reprun/train/optimizer.hpp"
 #include "reprun/record/run_dir.hpp"
 #include "reprun/train/rng.hpp"
+#include "reprun/train/settings.hpp"
 #include "reprun/train/state.hpp"
 #include "reprun/record/step_record.hpp"
 #include "reprun/meta/snapshot.hpp"
@@ -151,6 +152,7 @@ struct Session {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<Backend> backend; // computes on the pool's threads
   Dataset data;
+  bool data_loaded = false;       // a resume with a config loaded the data to resolve that config
   Split split;
   Plan plan;
   std::unique_ptr<Mlp> model;
@@ -180,12 +182,27 @@ Config resumed_config(Session& s) {
   ojson doc = s.manifest["config"];
   if (!s.opt.config_path.empty()) {
     Config given = load_config_file(s.opt.config_path, s.opt.overrides);
+    const Config ran = config_from_json(doc, mpath + ": config");
     if (given.seed_drawn) {
-      given.seed = config_from_json(doc, mpath + ": config").seed;
+      given.seed = ran.seed;
     }
-    if (result_config_digest(config_to_json(given).dump()) != s.digest()) {
-      throw Error(s.opt.config_path, "differs from the configuration of the run being resumed (" + mpath +
-                                         "); resume without a config, or start a new run");
+    auto refuse_if_different = [&](const Config& c) {
+      if (auto d = first_result_difference(doc.dump(), config_to_json(c).dump())) {
+        throw Error(s.opt.config_path, fmt::format("differs from the configuration of the run being resumed ({}): "
+                                                   "{} is {} here, {} in the run; resume without a config, or "
+                                                   "start a new run",
+                                                   mpath, d->key, d->b, d->a));
+      }
+    };
+    // What the config states, with what it leaves to the data taken from the run; then, the data
+    // read as this config reads it, the config resolved as the run's was.
+    Config stated = given;
+    take_data_decisions(stated.data, ran.data);
+    refuse_if_different(stated);
+    if (given.data.kind != "synthetic") {
+      s.data = load_dataset(given, nullptr);
+      s.data_loaded = true;
+      refuse_if_different(given);
     }
   }
   for (const auto& o : s.opt.overrides) {
@@ -241,7 +258,9 @@ void prepare(Session& s) {
   Config& cfg = s.cfg;
   s.pool = std::make_unique<ThreadPool>(cfg.determinism.threads);
   s.backend = make_cpu_backend(s.pool.get());
-  s.data = load_dataset(cfg, s.pool.get());
+  if (!s.data_loaded) {
+    s.data = load_dataset(cfg, s.pool.get());
+  }
   if (s.resuming && s.manifest["data"].value("fingerprint", "") != s.data.fingerprint) {
     throw Error(cfg.source, "the dataset changed since this run started (fingerprint " +
                                 s.manifest["data"].value("fingerprint", "") + " -> " + s.data.fingerprint +

@@ -1,4 +1,5 @@
-// The execution-settings list (train/settings.hpp): what it leaves out of the result digest.
+// The execution-settings list (train/settings.hpp): what it leaves out of the result digest, and
+// the first key where two resolved configs differ in what counts.
 #include "reprun/train/config.hpp"
 #include "reprun/train/settings.hpp"
 
@@ -21,4 +22,40 @@ TEST_CASE("settings: the evaluation batch size is an execution setting") {
   const std::string base = R"({"seed":1,"determinism":{"threads":2}})";
   CHECK(result_config_digest(resolved(base)) == result_config_digest(resolved(base, {"training.eval_batch_size=1"})));
   CHECK(result_config_digest(resolved(base)) != result_config_digest(resolved(base, {"training.batch_size=8"})));
+}
+
+TEST_CASE("settings: the first difference that counts names the key and both values") {
+  const std::string base = R"({"seed":1,"determinism":{"threads":2}})";
+  CHECK_FALSE(first_result_difference(resolved(base), resolved(base)).has_value());
+  // Execution settings do not count.
+  CHECK_FALSE(first_result_difference(resolved(base), resolved(base, {"training.epochs=7", "determinism.threads=3",
+                                                                      "training.eval_batch_size=5"}))
+                  .has_value());
+  auto d = first_result_difference(resolved(base), resolved(base, {"optimizer.lr=0.1"}));
+  REQUIRE(d.has_value());
+  CHECK(d->key == "optimizer.lr");
+  CHECK(d->a == "0.05");
+  CHECK(d->b == "0.1");
+  // The first in config order: data before optimizer.
+  d = first_result_difference(resolved(base), resolved(base, {"optimizer.lr=0.1", "data.classes=3"}));
+  REQUIRE(d.has_value());
+  CHECK(d->key == "data.classes");
+  // A key only one side has (Adam's betas against SGD's momentum), and whole arrays.
+  d = first_result_difference(resolved(base), resolved(base, {"optimizer.name=adam"}));
+  REQUIRE(d.has_value());
+  CHECK(d->key == "optimizer.name");
+  d = first_result_difference(R"({"optimizer":{"lr":1}})", R"({"optimizer":{"lr":1,"eps":2}})");
+  REQUIRE(d.has_value());
+  CHECK(d->key == "optimizer.eps");
+  CHECK(d->a == "(absent)");
+  CHECK(d->b == "2");
+  d = first_result_difference(R"({"optimizer":{"lr":1,"momentum":0.9}})", R"({"optimizer":{"lr":1}})");
+  REQUIRE(d.has_value());
+  CHECK(d->key == "optimizer.momentum");
+  CHECK(d->b == "(absent)");
+  d = first_result_difference(resolved(base), resolved(base, {"model.hidden=[64,8]"}));
+  REQUIRE(d.has_value());
+  CHECK(d->key == "model.hidden");
+  CHECK(d->a == "[64]");
+  CHECK(d->b == "[64,8]");
 }

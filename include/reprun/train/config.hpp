@@ -91,6 +91,11 @@ Config config_from_json(const nlohmann::ordered_json& j, const std::string& sour
 // Applies one KEY=VALUE override to a JSON document (the value parsed as JSON, else a string).
 void apply_override(nlohmann::ordered_json& doc, const std::string& assignment);
 
+// Where `c` leaves a value to the data (csv/idx: classes 0, header "auto", a negative label
+// column), takes the value of `resolved` (a run's resolved config): what a config states can then be
+// compared with a run's before any data is read.
+void take_data_decisions(DataConfig& c, const DataConfig& resolved);
+
 // Absolute data path for a config-relative path.
 std::string resolve_data_path(const Config& c, const std::string& p);
 

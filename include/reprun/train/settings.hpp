@@ -5,6 +5,7 @@
 // and the metadata diff, which shows them as "not counted" and never fails on them.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,5 +29,16 @@ const std::vector<std::string>& derived_execution_keys();
 // Digest of the resolved config without the execution settings: checkpoints are bound to it, and
 // a run may be resumed or forked only under a config with the same digest.
 std::string result_config_digest(const std::string& resolved_config_json);
+
+// Where two resolved configs differ in what counts for the result (execution settings left out):
+// the dotted key and both values as JSON ("(absent)" for a missing key).
+struct ConfigDifference {
+  std::string key;
+  std::string a;
+  std::string b;
+};
+// The first difference in the order of `a`'s keys (then keys only `b` has); nullopt when the
+// result digests of the two are equal.
+std::optional<ConfigDifference> first_result_difference(const std::string& a_json, const std::string& b_json);
 
 } // namespace reprun
