@@ -362,7 +362,7 @@ void parse_training(const ojson& o, const std::string& src, TrainingConfig& t) {
   if (has_epochs && has_steps) {
     s.fail("steps", "give either \"epochs\" or \"steps\", not both");
   }
-  t.epochs = has_steps ? 0 : s.integer("epochs", 1, 1, 1'000'000);
+  t.epochs = has_steps ? 0 : s.integer("epochs", k_default_epochs, 1, 1'000'000);
   t.steps = has_steps ? s.integer("steps", 0, 1, 1'000'000'000) : 0;
   t.accumulation = s.integer("accumulation", 1, 1, 4096);
   if (t.accumulation > t.batch_size) {

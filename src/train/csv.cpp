@@ -115,6 +115,9 @@ Dataset parse_csv(const std::vector<std::pair<std::string, std::string>>& texts,
             throw Error(fmt::format("{}:{}", file, lineno),
                         fmt::format("header has {} columns, expected {}", fields.size(), ncols));
           }
+          if (d.label_name.empty()) {
+            d.label_name = std::string(trim(fields[static_cast<size_t>(label)]));
+          }
           continue;
         }
       }
@@ -135,8 +138,9 @@ Dataset parse_csv(const std::vector<std::pair<std::string, std::string>>& texts,
         if (c == label) {
           if (v < 0 || v != std::floor(v) || v > 1e5) {
             throw Error(fmt::format("{}:{}:{}", file, lineno, col_offset + 1),
-                        fmt::format("label (column {}) must be a non-negative integer class, got '{}'",
-                                    c + 1, std::string(f)));
+                        fmt::format("label (column {}, data.label_column) must be a non-negative integer class, "
+                                    "got '{}'; is the label in another column? data.label_column picks it",
+                                    c + 1, std::string(f.substr(0, 40))));
           }
           int32_t y = static_cast<int32_t>(v);
           if (classes > 0 && y >= classes) {
@@ -158,6 +162,7 @@ Dataset parse_csv(const std::vector<std::pair<std::string, std::string>>& texts,
                 "no data rows");
   }
   label_column = label;
+  d.label_column = label;
   header = has_header ? "true" : "false";
   d.n = static_cast<long>(d.y.size());
   d.features = ncols - 1;

@@ -116,7 +116,64 @@ void fingerprint_files(Dataset& d, const std::vector<std::string>& files, const 
   d.fingerprint = r.root;
 }
 
+// Samples per class, in label order.
+std::vector<long> count_classes(const Dataset& d) {
+  std::vector<long> counts(static_cast<size_t>(std::max(0L, d.classes)), 0);
+  for (int32_t y : d.y) {
+    if (y >= 0 && static_cast<size_t>(y) < counts.size()) {
+      ++counts[static_cast<size_t>(y)];
+    }
+  }
+  return counts;
+}
+
+// A column of labels has few distinct values, each seen more than once. A feature read as the
+// label (the label is in another column) has many, or values seen once each: refuse it rather than
+// train silently on the wrong target.
+void check_label_column(const Dataset& d, long configured_column, const std::string& where) {
+  long distinct = 0;
+  std::vector<long> singles;
+  for (size_t c = 0; c < d.class_counts.size(); ++c) {
+    distinct += d.class_counts[c] > 0 ? 1 : 0;
+    if (d.class_counts[c] == 1) {
+      singles.push_back(static_cast<long>(c));
+    }
+  }
+  const long limit = std::max(20L, d.n / 10);
+  const std::string column = fmt::format("column {}{} (data.label_column is {})", d.label_column + 1,
+                                         d.label_name.empty() ? "" : " \"" + d.label_name + "\"", configured_column);
+  const char* hint = "is the label in another column? data.label_column picks it (0 the first, -1 the last)";
+  if (distinct > limit) {
+    throw Error(where, fmt::format("{} has {} distinct labels in {} rows, more than a label column has "
+                                   "(at most max(20, rows/10) = {}); {}",
+                                   column, distinct, d.n, limit, hint));
+  }
+  if (singles.size() >= 2) {
+    throw Error(where, fmt::format("{}: {} classes have a single sample each (labels {}, {}{}); {}", column,
+                                   singles.size(), singles[0], singles[1], singles.size() > 2 ? ", ..." : "", hint));
+  }
+}
+
 } // namespace
+
+std::pair<long, long> class_count_range(const Dataset& d) {
+  if (d.class_counts.empty()) {
+    return {0, 0};
+  }
+  auto [lo, hi] = std::minmax_element(d.class_counts.begin(), d.class_counts.end());
+  return {*lo, *hi};
+}
+
+std::string describe_data(const Dataset& d, long validation_rows) {
+  auto [lo, hi] = class_count_range(d);
+  std::string sizes = lo == hi ? fmt::format("{} samples each", lo) : fmt::format("{} to {} samples each", lo, hi);
+  std::string label;
+  if (d.label_column >= 0) {
+    label = fmt::format(", label column {}{}", d.label_column + 1, d.label_name.empty() ? "" : " \"" + d.label_name + "\"");
+  }
+  return fmt::format("{} rows, {} features, {} classes ({}){}; {} rows held out for validation", d.n, d.features,
+                     d.classes, sizes, label, validation_rows);
+}
 
 Dataset load_dataset(Config& cfg, ThreadPool* pool) {
   DataConfig& dc = cfg.data;
@@ -125,6 +182,7 @@ Dataset load_dataset(Config& cfg, ThreadPool* pool) {
     d = make_synthetic(dc, cfg.seed, pool);
   } else if (dc.kind == "csv") {
     const std::string root = resolve_data_path(cfg, dc.path);
+    const long configured_column = dc.label_column;
     auto files = csv_files(root);
     d = read_csv(files, dc.label_column, dc.header, dc.classes);
     std::vector<std::string> names;
@@ -133,6 +191,8 @@ Dataset load_dataset(Config& cfg, ThreadPool* pool) {
     for (const auto& f : files) {
       names.push_back(is_dir ? display_path(f, root) : fs::path(f).filename().string());
     }
+    d.class_counts = count_classes(d);
+    check_label_column(d, configured_column, files.size() == 1 ? files[0] : root);
     fingerprint_files(d, files, names);
   } else {
     std::string images = resolve_data_path(cfg, dc.images);
@@ -142,6 +202,9 @@ Dataset load_dataset(Config& cfg, ThreadPool* pool) {
                       {fs::path(images).filename().string(), fs::path(labels).filename().string()});
   }
   dc.classes = d.classes;
+  if (d.class_counts.empty()) {
+    d.class_counts = count_classes(d);
+  }
   return d;
 }
 

@@ -93,12 +93,22 @@ ojson build_manifest(const TrainOptions& opt, const Config& cfg, const std::stri
   for (const auto& f : data.files) {
     files.push_back({{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}});
   }
-  m["data"] = {{"kind", cfg.data.kind},
-               {"fingerprint", data.fingerprint},
-               {"samples", data.n},
-               {"features", data.features},
-               {"classes", data.classes},
-               {"files", files}};
+  const auto [smallest, largest] = class_count_range(data);
+  ojson facts = {{"kind", cfg.data.kind},
+                 {"fingerprint", data.fingerprint},
+                 {"samples", data.n},
+                 {"features", data.features},
+                 {"classes", data.classes},
+                 {"class_samples", {{"min", smallest}, {"max", largest}}},
+                 {"validation_samples", plan.val_samples}};
+  if (data.label_column >= 0) {
+    facts["label_column"] = data.label_column;
+    if (!data.label_name.empty()) {
+      facts["label_name"] = data.label_name;
+    }
+  }
+  facts["files"] = files;
+  m["data"] = facts;
   ojson tensors = ojson::array();
   for (const auto& p : model.params()) {
     tensors.push_back({{"name", p.name}, {"shape", p.shape}});
@@ -655,6 +665,7 @@ TrainResult run_training(const TrainOptions& opt) {
   }
   prepare(s);
   RunLock lock = resume_or_start(s);
+  s.note("data: " + describe_data(s.data, s.plan.val_samples)); // once every input was accepted
   return Loop(s).run(t_start);
 }
 

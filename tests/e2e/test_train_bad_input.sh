@@ -44,7 +44,7 @@ bad 'ragged.csv:3: row has 2 columns, expected 3 \(ragged row\)' '{"data": {"kin
 printf 'a,b,label\n1,x,0\n' >"$T/d/nonnum.csv"
 bad "nonnum.csv:2:3: column 2: not a finite number: 'x'" '{"data": {"kind": "csv", "path": "d/nonnum.csv"}}'
 printf 'a,b,label\n1,2,0.5\n' >"$T/d/frac.csv"
-bad 'frac.csv:2:5: label \(column 3\) must be a non-negative integer' '{"data": {"kind": "csv", "path": "d/frac.csv"}}'
+bad 'frac.csv:2:5: label \(column 3, data.label_column\) must be a non-negative integer' '{"data": {"kind": "csv", "path": "d/frac.csv"}}'
 printf 'a,b,label\n1,2,0\n1,2,7\n' >"$T/d/range.csv"
 bad 'range.csv:3:5: label 7 out of range: data.classes is 3' '{"data": {"kind": "csv", "path": "d/range.csv", "classes": 3}}'
 printf 'a,b,label\n' >"$T/d/empty.csv"

@@ -47,7 +47,7 @@ TEST_CASE("config: an empty object resolves every default") {
   CHECK(c.optimizer.momentum == 0.9);
   CHECK(c.optimizer.weight_decay == 0.0);
   CHECK(c.training.batch_size == 32);
-  CHECK(c.training.epochs == 1);
+  CHECK(c.training.epochs == 20);
   CHECK(c.training.steps == 0);
   CHECK(c.training.accumulation == 1);
   CHECK(c.training.checkpoint_every == 100);
@@ -182,7 +182,7 @@ TEST_CASE("config: the resolved JSON reads back to the same config") {
 }
 
 TEST_CASE("config: epochs and steps resolve each other's defaults, threads 0 means every core") {
-  CHECK(parse(R"({"training":{}})").training.epochs == 1);
+  CHECK(parse(R"({"training":{}})").training.epochs == 20);
   CHECK(parse(R"({"training":{}})").training.steps == 0);
   Config steps = parse(R"({"training":{"steps":12}})");
   CHECK(steps.training.steps == 12);
@@ -331,7 +331,7 @@ TEST_CASE("config: every kind of config survives config_to_json and config_from_
         R"({"seed":1,"data":{"kind":"synthetic","samples":2000,"features":20,"classes":4,"noise":1.0,)"
         R"("validation_fraction":0.1,"normalize":"standard"},"model":{"hidden":[64],"activation":"relu","dropout":0.0},)"
         R"("optimizer":{"name":"sgd","lr":0.05,"momentum":0.9,"weight_decay":0.0},)"
-        R"("training":{"batch_size":32,"epochs":1,"accumulation":1,"checkpoint_every":100,"checkpoint_keep":2,)"
+        R"("training":{"batch_size":32,"epochs":20,"accumulation":1,"checkpoint_every":100,"checkpoint_keep":2,)"
         R"("eval_every":100,"eval_batch_size":256,"shuffle":true},"determinism":{"threads":2,"reduction":"ordered","trace":"weights"}})");
   CHECK(config_to_json(parse(R"({"data":{"kind":"csv","path":"d","header":true}})"))["data"]["header"] == true);
   // A damaged manifest config is an error naming the manifest.

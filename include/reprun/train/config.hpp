@@ -48,7 +48,7 @@ struct OptimizerConfig {
 
 struct TrainingConfig {
   long batch_size = 32;
-  long epochs = 0;          // 0 when "steps" is given; default 1 when neither is
+  long epochs = 0;          // 0 when "steps" is given; default k_default_epochs when neither is
   long steps = 0;           // resolved: total optimizer steps
   long accumulation = 1;    // micro-batches per step
   long checkpoint_every = 0; // resolved default: min(100, steps per epoch)
@@ -57,6 +57,9 @@ struct TrainingConfig {
   long eval_batch_size = 256; // rows per evaluation forward pass; cannot change a result
   bool shuffle = true;
 };
+
+// Passes over the training split when neither training.epochs nor training.steps is given.
+inline constexpr long k_default_epochs = 20;
 
 struct DeterminismConfig {
   int threads = 0;                 // 0 in the file: all cores; resolved to a number

@@ -27,7 +27,16 @@ struct Dataset {
   std::vector<int32_t> y; // (n)
   std::vector<DataFile> files; // empty for synthetic data
   std::string fingerprint;     // sha256 over the files (tagged), or xxh3 of generated content
+  // Facts shown at train start and recorded in the manifest (docs/run-format.md, `data`).
+  long label_column = -1;          // csv: the column index the labels came from (0-based)
+  std::string label_name;          // csv with a header: that column's name
+  std::vector<long> class_counts;  // samples per class, 0..classes-1
 };
+
+// The smallest and largest number of samples of a class.
+std::pair<long, long> class_count_range(const Dataset& d);
+// One line for people: rows, features, classes with their sizes, the label column, validation rows.
+std::string describe_data(const Dataset& d, long validation_rows);
 
 struct Split {
   std::vector<uint32_t> train; // sample indices, in split order
