@@ -18,9 +18,11 @@
 #include "reprun/core/threadpool.hpp"
 #include "reprun/meta/world.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
@@ -145,6 +147,49 @@ void tensor_sums(const std::vector<ParamRef>& params, const Optimizer* optim, Th
   });
 }
 
+// Faults that `reprun selftest` (gate/selftest.cpp) injects into its own child processes to prove
+// that the gate can fail. Read here only, from one internal environment variable that is not a
+// documented option; a run made with one records it in its manifest ("selftest_fault"), so that
+// it can never pass for a clean run.
+//   flip:STEP:TENSOR  after the update of step STEP, flip the lowest bit of TENSOR's first value
+//   drop-state        after a checkpoint is restored, zero the optimizer state (a broken restore)
+constexpr const char* k_fault_variable = k_selftest_fault_variable;
+
+struct Fault {
+  std::string spec;        // as given; empty: no fault
+  long flip_step = 0;      // 0: no flip
+  std::string flip_tensor;
+  bool drop_state = false;
+};
+
+Fault read_fault(const World& world) {
+  Fault f;
+  const auto env = world.environment();
+  const auto it = env.find(k_fault_variable);
+  if (it == env.end() || it->second.empty()) {
+    return f;
+  }
+  f.spec = it->second;
+  const auto bad = [&] { return Error(k_fault_variable, "'" + f.spec + "': expected flip:STEP:TENSOR or drop-state"); };
+  if (f.spec == "drop-state") {
+    f.drop_state = true;
+  } else if (f.spec.rfind("flip:", 0) == 0) {
+    const size_t colon = f.spec.find(':', 5);
+    if (colon == std::string::npos || colon + 1 == f.spec.size()) {
+      throw bad();
+    }
+    char* end = nullptr;
+    f.flip_step = std::strtol(f.spec.c_str() + 5, &end, 10);
+    if (end != f.spec.c_str() + colon || f.flip_step < 1) {
+      throw bad();
+    }
+    f.flip_tensor = f.spec.substr(colon + 1);
+  } else {
+    throw bad();
+  }
+  return f;
+}
+
 } // namespace
 
 
@@ -171,6 +216,7 @@ struct Session {
   std::optional<RunDir> run;
   std::optional<AppendLog> steps_log, evals_log;
   long start_step = 0;
+  Fault fault; // selftest only
 
   explicit Session(const TrainOptions& o) : opt(o) {}
   void note(const std::string& s) const {
@@ -261,6 +307,7 @@ void resolve_config(Session& s) {
   if (opt.threads > 0) {
     s.cfg.determinism.threads = opt.threads;
   }
+  s.fault = read_fault(opt.world ? *opt.world : real_world());
 }
 
 // Phase 1b: data, split, plan, model. Every input is checked here, before any file is written.
@@ -298,6 +345,12 @@ void prepare(Session& s) {
   s.model = std::make_unique<Mlp>(cfg.model, s.data.features, s.data.classes);
   s.model->init(cfg.seed);
   s.optim = std::make_unique<Optimizer>(cfg.optimizer, s.model->params());
+  if (s.fault.flip_step > 0) {
+    const auto ps = s.model->params();
+    if (std::none_of(ps.begin(), ps.end(), [&](const ParamRef& p) { return p.name == s.fault.flip_tensor; })) {
+      throw Error(k_fault_variable, "no tensor '" + s.fault.flip_tensor + "' in this model");
+    }
+  }
   const long micro_rows = (cfg.training.batch_size + cfg.training.accumulation - 1) / cfg.training.accumulation;
   s.runner = std::make_unique<MlpRunner>(*s.model, cfg.model, std::max(micro_rows, cfg.training.eval_batch_size),
                                          *s.backend);
@@ -306,6 +359,9 @@ void prepare(Session& s) {
 // The logs exist before the manifest: a directory with a manifest is always a readable run,
 // whenever the process is killed.
 void open_logs_then_manifest(Session& s) {
+  if (!s.fault.spec.empty()) {
+    s.manifest["selftest_fault"] = s.fault.spec; // a faulted run never passes for a clean one
+  }
   s.steps_log.emplace(s.run->append(RunFile::steps));
   s.evals_log.emplace(s.run->append(RunFile::evals));
   s.run->write_manifest(s.manifest);
@@ -360,6 +416,11 @@ RunLock resume_or_start(Session& s) {
   };
   s.start_step = restore_state(*s.run, from, s.digest(), *s.model, *s.optim, reset,
                                [&](const std::string& n) { s.note(n); });
+  if (s.fault.drop_state && s.start_step > 0) {
+    for (auto& st : s.optim->state()) {
+      std::fill(st.data->begin(), st.data->end(), 0.0f);
+    }
+  }
   if (s.forking && s.start_step != from) {
     throw Error(s.source->path(), fmt::format("its checkpoint at step {} cannot be read", from));
   }
@@ -541,12 +602,29 @@ private:
     if (stepped) {
       m_s.optim->step(s, *m_s.backend, trace_weights());
     }
+    const bool flipped = s == m_s.fault.flip_step;
+    if (flipped) {
+      flip_lowest_bit(m_s.fault.flip_tensor);
+    }
     m_rec.tensors.clear();
     if (trace_weights()) {
-      tensor_sums(m_params, stepped ? m_s.optim.get() : nullptr, *m_s.pool, m_rec.tensors);
+      // After a flip the update's norms are stale: computed afresh (same order, same bits).
+      tensor_sums(m_params, stepped && !flipped ? m_s.optim.get() : nullptr, *m_s.pool, m_rec.tensors);
     }
     m_steps.append(format_step_line(m_rec));
     return loss;
+  }
+
+  // The selftest's bit flip: the lowest bit of the tensor's first value, which all later steps carry.
+  void flip_lowest_bit(const std::string& tensor) {
+    for (const auto& p : m_params) {
+      if (p.name == tensor && p.size > 0) {
+        uint32_t bits = 0;
+        std::memcpy(&bits, p.data, sizeof(bits));
+        bits ^= 1u;
+        std::memcpy(p.data, &bits, sizeof(bits));
+      }
+    }
   }
 
   void evaluate(long step) {

@@ -43,6 +43,11 @@ struct TrainOptions {
   const std::atomic<bool>* stop = nullptr;           // set by SIGINT/SIGTERM
 };
 
+// The internal environment variable through which `reprun selftest` injects faults into the runs
+// it trains (trainer.cpp reads it, in one place); not a documented option. A faulted run says so
+// in its manifest ("selftest_fault").
+inline constexpr const char* k_selftest_fault_variable = "REPRUN_SELFTEST_FAULT";
+
 struct TrainResult {
   ExitCode code = ExitCode::ok;
   std::string status; // complete | interrupted | failed: <reason>
