@@ -26,6 +26,8 @@ const std::vector<CommandSpec>& commands() {
        add_check},
       {"exec", "Audit any training program (PyTorch, TensorFlow, JAX, scripts): run it N times pinned, record, diff",
        add_exec},
+      {"selftest", "Prove the gate can fail: inject faults it must catch, and require the true runs to pass",
+       add_selftest},
       {"hash", "Content fingerprint of files and directory trees (SHA-256, cached)", add_hash},
       {"env", "Show what this machine would record: build, host, GPU, environment, git state", add_env},
   };

@@ -57,5 +57,6 @@ Action add_check(CLI::App& sub);
 Action add_env(CLI::App& sub);
 Action add_hash(CLI::App& sub);
 Action add_exec(CLI::App& sub);
+Action add_selftest(CLI::App& sub);
 
 } // namespace reprun::cli
