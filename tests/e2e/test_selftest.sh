@@ -55,4 +55,10 @@ expect_error 'nope.json: no such file' "$REPRUN" selftest "$T/nope.json"
 printf '{"seed": 1, "optimizer": {"momentum": 0}}' >"$T/m0.json"
 expect_error 'optimizer with state' "$REPRUN" selftest "$T/m0.json" -q
 expect_error 'is not empty' "$REPRUN" selftest -o "$T/w" -q
+# The trainer's hook refuses a fault it cannot apply, before creating anything.
+expect_error "REPRUN_SELFTEST_FAULT: 'bogus': expected flip:STEP:TENSOR or drop-state" \
+  env REPRUN_SELFTEST_FAULT=bogus "$REPRUN" train "$T/w/selftest.json" -o "$T/f1" -q
+expect_error "REPRUN_SELFTEST_FAULT: no tensor 'dense_9.weight'" \
+  env REPRUN_SELFTEST_FAULT=flip:3:dense_9.weight "$REPRUN" train "$T/w/selftest.json" -o "$T/f2" -q
+[[ ! -e $T/f1 && ! -e $T/f2 ]] || fail "a refused fault left a run directory"
 pass
