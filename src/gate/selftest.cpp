@@ -118,10 +118,11 @@ void train(const Context& c, const std::string& dir, const std::string& fault) {
 // Forks `src` at checkpoint `from` and trains it to `until` with trace full, as check replays.
 void replay(const Context& c, const std::string& src, const std::string& dir, long from, long until,
             const std::string& fault) {
-  const std::vector<std::string> args = {"train",  "--resume", src,   "-o",    dir,
-                                         "--from-step", std::to_string(from), "--quiet", "--set",
-                                         "determinism.trace=full", "--set", "training.epochs=null",
-                                         "--set", fmt::format("training.steps={}", until)};
+  const std::vector<std::string> args = {
+      "train", "--resume", src, "-o", dir, "--from-step", std::to_string(from), "--quiet",
+      "--set", "determinism.trace=full",
+      "--set", "training.epochs=null",
+      "--set", fmt::format("training.steps={}", until)};
   if (run_reprun(c, args, dir + ".log", fault) != 0) {
     throw Error(dir, "selftest: the replay did not complete (log: " + dir + ".log)");
   }
@@ -142,7 +143,13 @@ int check(const Context& c, const std::string& dir, std::vector<std::string> ext
   return rc;
 }
 
-std::string mark(bool ok, bool must_fail) { return ok ? (must_fail ? "caught  " : "pass    ") : (must_fail ? "MISSED  " : "FAIL    "); }
+// The first word of a control's line: a fault is "caught" or "MISSED", the true runs "pass" or "FAIL".
+std::string mark(bool ok, bool must_fail) {
+  if (must_fail) {
+    return ok ? "caught  " : "MISSED  ";
+  }
+  return ok ? "pass    " : "FAIL    ";
+}
 
 // The weight tensor in the middle of the model (dense_2.weight for two hidden layers): a flip
 // there reaches the loss only through later steps, so only the tensor checksums can see it.
@@ -205,23 +212,22 @@ SelftestControl broken_resume(const Context& c) {
   const std::string dir = c.path("resume-broken");
   c.note(fmt::format("check --vary resume={} with a restore that drops the optimizer state", k_kill_after));
   ojson report;
-  const int rc = check(c, dir, {"--vary", fmt::format("resume={}", k_kill_after)}, c.armed("resume") ? "drop-state" : "",
-                       report);
+  const std::string fault = c.armed("resume") ? "drop-state" : "";
+  const int rc = check(c, dir, {"--vary", fmt::format("resume={}", k_kill_after)}, fault, report);
   const std::string what = fmt::format("broken resume (optimizer state dropped): check --vary resume={}", k_kill_after);
   long resumed_from = -1;
-  const ojson resumes = RunDir::open((fs::path(dir) / "run-2").string()).read_manifest().value("resumes", ojson::array());
+  const ojson manifest = RunDir::open((fs::path(dir) / "run-2").string()).read_manifest();
+  const ojson resumes = manifest.value("resumes", ojson::array());
   if (!resumes.empty()) {
     resumed_from = resumes.back().value("from_step", -1L);
   }
-  const ojson& pair = report["pairs"].empty() ? ojson() : report["pairs"][0];
-  const bool found = pair.is_object() && pair["diff"]["divergence"].is_object();
-  const long step = found ? pair["diff"]["divergence"].value("step", -1L) : -1;
-  ctl.ok = rc == 1 && found && resumed_from > 0 && step == resumed_from + 1;
+  const long step = report.value(ojson::json_pointer("/pairs/0/diff/divergence/step"), -1L);
+  ctl.ok = rc == 1 && resumed_from > 0 && step == resumed_from + 1;
   if (rc == 0) {
     ctl.line = mark(false, true) + what + " passes";
   } else {
-    ctl.line = mark(ctl.ok, true) +
-               fmt::format("{} fails at step {}, the first step after the resume from step {}", what, step, resumed_from);
+    ctl.line = mark(ctl.ok, true) + fmt::format("{} fails at step {}, the first step after the resume from step {}",
+                                                what, step, resumed_from);
   }
   return ctl;
 }
@@ -247,14 +253,15 @@ SelftestControl atomic_reduction(const Context& c) {
     ctl.line = mark(false, true) + what + " passes";
     return ctl;
   }
-  const ojson& pair = report["pairs"][0];
-  const ojson& loc = pair["localization"];
+  using ptr = ojson::json_pointer;
   std::string where;
-  if (loc.is_object() && loc.value("found", false)) {
-    where = fmt::format("step {}, {}, layer {}, {}", loc.value("step", 0L), loc.value("phase", ""),
-                        loc.value("layer", ""), loc.value("tensor", ""));
-  } else if (pair["diff"]["divergence"].is_object()) {
-    where = fmt::format("step {}", pair["diff"]["divergence"].value("step", 0L));
+  if (report.value(ptr("/pairs/0/localization/found"), false)) {
+    where = fmt::format("step {}, {}, layer {}, {}", report.value(ptr("/pairs/0/localization/step"), 0L),
+                        report.value(ptr("/pairs/0/localization/phase"), ""),
+                        report.value(ptr("/pairs/0/localization/layer"), ""),
+                        report.value(ptr("/pairs/0/localization/tensor"), ""));
+  } else if (const long step = report.value(ptr("/pairs/0/diff/divergence/step"), -1L); step >= 0) {
+    where = fmt::format("step {}", step);
   }
   ctl.line = mark(true, true) + what + " fails" + (where.empty() ? "" : " at " + where);
   return ctl;
@@ -280,8 +287,8 @@ SelftestControl true_runs(const Context& c) {
     }
   }
   ctl.ok = failed.empty();
-  ctl.line = ctl.ok ? mark(true, false) + fmt::format("true runs: {}, {} and {} are identical", names[0], names[1], names[2])
-                    : mark(false, false) + "true runs: " + failed.front();
+  ctl.line = mark(ctl.ok, false) + "true runs: " +
+             (ctl.ok ? fmt::format("{}, {} and {} are identical", names[0], names[1], names[2]) : failed.front());
   return ctl;
 }
 
