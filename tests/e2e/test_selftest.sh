@@ -9,9 +9,11 @@ export TMPDIR="$T/tmp"
 expect_rc 0 "$REPRUN" selftest
 grep -qx 'caught  bit flip at step 7: diff names step 7, update, dense_2\.weight' "$T/out" ||
   fail "bit flip line: $(cat "$T/out")"
-line=$(grep -E '^caught  broken resume \(optimizer state dropped\): check --vary resume=9 fails at step [0-9]+, the first step after the resume from step [0-9]+$' "$T/out") ||
-  fail "broken resume line: $(cat "$T/out")"
-read -r at from < <(sed -E 's/.*fails at step ([0-9]+),.*from step ([0-9]+)$/\1 \2/' <<<"$line")
+resume_re='^caught  broken resume \(optimizer state dropped\): check --vary resume=9 fails at step [0-9]+, '
+resume_re+='the first step after the resume from step [0-9]+$'
+line=$(grep -E "$resume_re" "$T/out") || fail "broken resume line: $(cat "$T/out")"
+[[ $line =~ fails\ at\ step\ ([0-9]+),.*from\ step\ ([0-9]+)$ ]] || fail "broken resume line: $line"
+at=${BASH_REMATCH[1]} from=${BASH_REMATCH[2]}
 [[ $from -gt 0 && $at == $((from + 1)) ]] || fail "broken resume: step $at is not the one after $from"
 grep -qE '^caught  atomic reduction with 2 threads: check fails at step [0-9]+, backward, layer dense_[0-9]+, .*gradient$' "$T/out" ||
   fail "atomic line: $(cat "$T/out")"
@@ -47,7 +49,8 @@ grep -q 'selftest_fault: (absent) -> "flip:7:dense_2.weight"' "$T/out" || fail "
 
 # --keep keeps the temporary folder and says where.
 expect_rc 0 "$REPRUN" selftest --keep
-kept=$(sed -n 's/^reprun selftest: runs kept in //p' "$T/err")
+kept=$(grep -m 1 '^reprun selftest: runs kept in ' "$T/err")
+kept=${kept#reprun selftest: runs kept in }
 [[ -n $kept && -d $kept/flip ]] || fail "--keep: $(cat "$T/err")"
 
 # Bad input: exit 2, one error line.
