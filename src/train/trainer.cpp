@@ -153,8 +153,7 @@ void tensor_sums(const std::vector<ParamRef>& params, const Optimizer* optim, Th
 // it can never pass for a clean run.
 //   flip:STEP:TENSOR  after the update of step STEP, flip the lowest bit of TENSOR's first value
 //   drop-state        after a checkpoint is restored, zero the optimizer state (a broken restore)
-constexpr const char* k_fault_variable = k_selftest_fault_variable;
-
+// The variable's name is k_selftest_fault_variable (trainer.hpp).
 struct Fault {
   std::string spec;        // as given; empty: no fault
   long flip_step = 0;      // 0: no flip
@@ -165,12 +164,14 @@ struct Fault {
 Fault read_fault(const World& world) {
   Fault f;
   const auto env = world.environment();
-  const auto it = env.find(k_fault_variable);
+  const auto it = env.find(k_selftest_fault_variable);
   if (it == env.end() || it->second.empty()) {
     return f;
   }
   f.spec = it->second;
-  const auto bad = [&] { return Error(k_fault_variable, "'" + f.spec + "': expected flip:STEP:TENSOR or drop-state"); };
+  const auto bad = [&] {
+    return Error(k_selftest_fault_variable, "'" + f.spec + "': expected flip:STEP:TENSOR or drop-state");
+  };
   if (f.spec == "drop-state") {
     f.drop_state = true;
   } else if (f.spec.rfind("flip:", 0) == 0) {
@@ -348,7 +349,7 @@ void prepare(Session& s) {
   if (s.fault.flip_step > 0) {
     const auto ps = s.model->params();
     if (std::none_of(ps.begin(), ps.end(), [&](const ParamRef& p) { return p.name == s.fault.flip_tensor; })) {
-      throw Error(k_fault_variable, "no tensor '" + s.fault.flip_tensor + "' in this model");
+      throw Error(k_selftest_fault_variable, "no tensor '" + s.fault.flip_tensor + "' in this model");
     }
   }
   const long micro_rows = (cfg.training.batch_size + cfg.training.accumulation - 1) / cfg.training.accumulation;
