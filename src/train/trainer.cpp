@@ -149,7 +149,7 @@ void tensor_sums(const std::vector<ParamRef>& params, const Optimizer* optim, Th
 
 // Faults that `reprun selftest` (gate/selftest.cpp) injects into its own child processes to prove
 // that the gate can fail. Read here only, from one internal environment variable that is not a
-// documented option; a run made with one records it in its manifest ("selftest_fault"), so that
+// documented option; a run made with one records it in its manifest ("selftest_faults"), so that
 // it can never pass for a clean run.
 //   flip:STEP:TENSOR  after the update of step STEP, flip the lowest bit of TENSOR's first value
 //   drop-state        after a checkpoint is restored, zero the optimizer state (a broken restore)
@@ -361,7 +361,15 @@ void prepare(Session& s) {
 // whenever the process is killed.
 void open_logs_then_manifest(Session& s) {
   if (!s.fault.spec.empty()) {
-    s.manifest["selftest_fault"] = s.fault.spec; // a faulted run never passes for a clean one
+    // Every fault any process of the run was made with, kept through resumes and forks: a faulted
+    // run never passes for a clean one.
+    ojson& faults = s.manifest["selftest_faults"];
+    if (!faults.is_array()) {
+      faults = ojson::array();
+    }
+    if (std::find(faults.begin(), faults.end(), s.fault.spec) == faults.end()) {
+      faults.push_back(s.fault.spec);
+    }
   }
   s.steps_log.emplace(s.run->append(RunFile::steps));
   s.evals_log.emplace(s.run->append(RunFile::evals));

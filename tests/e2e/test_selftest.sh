@@ -41,11 +41,21 @@ done
 # A fault in the caller's environment does not reach the clean runs; -o keeps the runs, and only
 # the faulted ones say so in their manifests.
 expect_rc 0 env REPRUN_SELFTEST_FAULT=drop-state "$REPRUN" selftest -q -o "$T/w"
-grep -q '"selftest_fault": "flip:7:dense_2.weight"' "$T/w/flip/manifest.json" || fail "flip run's manifest lacks the fault"
-grep -q '"selftest_fault": "drop-state"' "$T/w/resume-broken/run-2/manifest.json" || fail "resume run's manifest lacks the fault"
+[[ $(json_get "$T/w/flip/manifest.json" selftest_faults) == '["flip:7:dense_2.weight"]' ]] ||
+  fail "flip run's manifest lacks the fault"
+[[ $(json_get "$T/w/resume-broken/run-2/manifest.json" selftest_faults) == '["drop-state"]' ]] ||
+  fail "resume run's manifest lacks the fault"
 ! grep -q selftest_fault "$T/w/base/manifest.json" "$T/w/true-1/run-1/manifest.json" || fail "a clean run records a fault"
 expect_rc 1 "$REPRUN" diff "$T/w/base" "$T/w/flip"
-grep -q 'selftest_fault: (absent) -> "flip:7:dense_2.weight"' "$T/out" || fail "diff does not show the fault: $(cat "$T/out")"
+grep -q 'selftest_faults: (absent) -> \["flip:7:dense_2.weight"\]' "$T/out" || fail "diff does not show the fault: $(cat "$T/out")"
+# A resume with another fault adds it to the record; one without a fault keeps the record.
+run_rc env REPRUN_SELFTEST_FAULT=flip:3:dense_1.weight "$REPRUN" train "$T/w/selftest.json" -o "$T/k" -q \
+  --kill-after-step 6
+[[ $RC == 137 ]] || fail "train --kill-after-step 6: exit $RC: $(cat "$T/err")"
+run_rc env REPRUN_SELFTEST_FAULT=drop-state "$REPRUN" train --resume "$T/k" -q
+[[ $RC == 0 ]] || fail "resume with drop-state: exit $RC: $(cat "$T/err")"
+[[ $(json_get "$T/k/manifest.json" selftest_faults) == '["flip:3:dense_1.weight", "drop-state"]' ]] ||
+  fail "faults of a resumed run: $(json_get "$T/k/manifest.json" selftest_faults)"
 
 # --keep keeps the temporary folder and says where.
 expect_rc 0 "$REPRUN" selftest --keep

@@ -45,7 +45,7 @@ struct TrainOptions {
 
 // The internal environment variable through which `reprun selftest` injects faults into the runs
 // it trains (trainer.cpp reads it, in one place); not a documented option. A faulted run says so
-// in its manifest ("selftest_fault").
+// in its manifest ("selftest_faults").
 inline constexpr const char* k_selftest_fault_variable = "REPRUN_SELFTEST_FAULT";
 
 struct TrainResult {
