@@ -26,13 +26,13 @@ int run(const SelftestFlags& f) {
   if (!f.work.empty() && fs::exists(f.work, ec) && !fs::is_empty(f.work, ec)) {
     throw Error(f.work, "is not empty; give selftest a new or empty -o WORK_DIR");
   }
-  WorkDir work(f.work, "reprun-selftest");
+  WorkDir work(f.work, "reprun-selftest", f.keep);
   fs::create_directories(work.path, ec);
   if (ec) {
     throw Error(work.path, "cannot create the work directory: " + ec.message());
   }
   // The runs go in a temporary folder that is removed, whatever happens, unless kept.
-  const bool remove = work.temporary && !f.keep;
+  const bool remove = work.temporary && !work.keep;
   struct Remover {
     std::string path;
     ~Remover() {
