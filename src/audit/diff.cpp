@@ -2,6 +2,7 @@
 // differ, classify the first divergence, and follow how the gap grows.
 #include "reprun/audit/diff.hpp"
 
+#include "reprun/audit/cause.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/record/run_dir.hpp"
 #include "reprun/record/steplog.hpp"
@@ -435,9 +436,18 @@ private:
     }
     m_last_common = {sa, x, y, std::fabs(x - y), true};
     m_have_last = true;
+    note_peak(m_last_common);
     if (sa - d.step >= m_next_gap) {
       m_r.growth.push_back({sa, x, y, std::fabs(x - y), false});
       m_next_gap = m_next_gap == 0 ? 1 : m_next_gap * 10;
+    }
+  }
+
+  // The peak gap: the first step with the largest |diff| (NaN gaps cannot be ranked).
+  void note_peak(const GapPoint& g) {
+    if (!std::isnan(g.abs_diff) && (!m_r.peak || g.abs_diff > m_r.peak->abs_diff)) {
+      m_r.peak = g;
+      m_r.peak->is_end = false;
     }
   }
 
@@ -461,6 +471,7 @@ private:
       m_r.growth.push_back({sa, d.loss_a, d.loss_b, std::fabs(d.loss_a - d.loss_b), false});
       m_last_common = m_r.growth.back();
       m_have_last = true;
+      note_peak(m_last_common);
     }
     m_next_gap = 1;
     if (d.kind == DivergenceKind::computation && pa.step > 0 && m_ra.lineno() == 1) {
@@ -549,6 +560,7 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
     r.notes.push_back(fmt::format("statuses differ: A {}, B {}", r.a.status, r.b.status));
   }
   set_verdict(r, opt, walk.one_sided());
+  r.diagnosis = diagnose(r);
   return r;
 }
 

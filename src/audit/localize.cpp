@@ -26,6 +26,57 @@ void describe_trace_entry(const std::string& entry, std::string& layer, std::str
   tensor = entry == "input" ? "batch input" : entry;
 }
 
+namespace {
+
+// The first differing tensor of the original runs, as an effect of `l`'s origin: kept unless it is
+// the origin's own entry or a marker such as "(tensor lists differ)".
+void set_effect(Localization& l, const Divergence& d) {
+  if (!d.first_tensor.empty() && d.first_tensor.front() != '(' && d.first_tensor != l.entry) {
+    l.effect = d.first_tensor;
+    l.effect_step = d.step;
+  }
+}
+
+void set_sentence(Localization& l) {
+  const std::string effect = effect_phrase(l);
+  l.sentence = fmt::format("step {}, origin {}: the first differing value in computation order{}{}", l.step,
+                           origin_phrase(l), effect.empty() ? "" : "; " + effect,
+                           l.loss_differs_from > 0 ? fmt::format("; loss differs from step {}", l.loss_differs_from)
+                                                   : "");
+}
+
+} // namespace
+
+std::string origin_phrase(const Localization& l) {
+  return fmt::format("{}, layer {}, {} ({})", l.phase, l.layer, l.tensor, l.entry);
+}
+
+std::string effect_phrase(const Localization& l) {
+  if (l.effect.empty()) {
+    return "";
+  }
+  return fmt::format("{}, the first differing tensor in model order{}, is an effect of it (weights are recorded "
+                     "after the update)",
+                     l.effect, l.effect_step != l.step ? fmt::format(" at step {}", l.effect_step) : "");
+}
+
+Localization origin_in_trace(const Divergence& d) {
+  Localization loc;
+  if (!d.found || d.trace_phase.empty()) {
+    return loc;
+  }
+  loc.found = true;
+  loc.step = d.step;
+  loc.phase = d.trace_phase;
+  loc.entry = d.trace_entry;
+  loc.loss_differs_from = d.loss_differs_from;
+  loc.replay_from = -1; // not a replay
+  describe_trace_entry(d.trace_entry, loc.layer, loc.tensor);
+  set_effect(loc, d);
+  set_sentence(loc);
+  return loc;
+}
+
 Localization localize(const Divergence& d, const DiffResult& replay, long replay_from, int attempts) {
   Localization loc;
   loc.replay_from = replay_from;
@@ -42,9 +93,9 @@ Localization localize(const Divergence& d, const DiffResult& replay, long replay
   loc.phase = x.trace_phase;
   loc.entry = x.trace_entry;
   describe_trace_entry(x.trace_entry, loc.layer, loc.tensor);
-  const long loss_from = d.loss_differs_from > 0 ? d.loss_differs_from : x.loss_differs_from;
-  loc.sentence = fmt::format("step {}, {}, layer {}, {}: first difference{}", loc.step, loc.phase, loc.layer,
-                             loc.tensor, loss_from > 0 ? fmt::format("; loss differs from step {}", loss_from) : "");
+  loc.loss_differs_from = d.loss_differs_from > 0 ? d.loss_differs_from : x.loss_differs_from;
+  set_effect(loc, d);
+  set_sentence(loc);
   if (x.step != d.step || attempts > 1) {
     loc.note = fmt::format("the replay (attempt {}) parted at step {} while the original runs parted at step {}: "
                            "the computation is not deterministic, so where it parts varies",

@@ -56,8 +56,10 @@ const std::vector<Rule>& rules() {
         {"wall_seconds", "volatile", 100, K::volatile_field},
         {"program.run_dir", "volatile", 100, K::volatile_field},
         {"code.directory", "volatile", 100, K::volatile_field},
+        // Outputs (exec's exit code, stdout digest, artifacts) are effects: they make runs differ
+        // but never explain why, so they rank after every cause (audit/cause.hpp: is_effect).
         {"program.step_log", "outputs", 90, K::informational},
-        {"outputs", "outputs", 0, K::material},
+        {"outputs", "outputs", 11, K::material},
     };
     // Informational: the execution settings (train/settings.hpp), which by the determinism
     // guarantees cannot change a result of the built-in trainer, what derives from them only, and

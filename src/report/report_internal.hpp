@@ -4,12 +4,32 @@
 #include "reprun/report/report.hpp"
 
 #include <string>
+#include <vector>
 
 namespace reprun {
 
-std::string render_diff_text(const DiffResult& r, bool color);
+// `loc` is a check's localization of this pair (null for a plain diff).
+std::string render_diff_text(const DiffResult& r, bool color, const Localization* loc = nullptr);
 std::string render_check_text(const CheckResult& r, bool color);
 // "dataset differs: 1 file added (part-004.csv, 8,120 bytes), 0 removed, 0 changed"
 std::string dataset_sentence(const DatasetDelta& d);
+
+// Where the divergence starts: the check's replay localization when it found one, else what the
+// diff's own trace shows (found is false when neither knows).
+Localization divergence_origin(const DiffResult& r, const Localization* loc);
+// The first differing tensor in model order, in the terms of the origin: its effect when an origin
+// is known, else with why it may not be where the difference starts. "" when there is none.
+std::string first_tensor_sentence(const Divergence& d, const Localization& origin);
+
+// "12,345 ulp (relative error 0.2)"; millions and more in words or powers of ten, always with the
+// relative error beside them.
+std::string ulp_phrase(uint64_t ulps, double rel);
+
+// The gap table's rows: the growth points and the peak, in step order.
+struct GapRow {
+  GapPoint point;
+  bool peak = false;
+};
+std::vector<GapRow> gap_rows(const DiffResult& r);
 
 } // namespace reprun

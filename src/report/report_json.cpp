@@ -48,6 +48,12 @@ ojson files_json(const std::vector<DataFileDelta>& v) {
   return a;
 }
 
+// Where a divergence starts, in computation order (audit/localize.hpp).
+ojson origin_json(const Localization& l) {
+  return {{"step", l.step}, {"phase", l.phase}, {"layer", l.layer}, {"tensor", l.tensor}, {"entry", l.entry},
+          {"effect", l.effect.empty() ? ojson(nullptr) : ojson(l.effect)}};
+}
+
 ojson summary_metrics(const ojson& s) {
   ojson m = ojson::object();
   if (!s.is_object()) {
@@ -129,6 +135,8 @@ ojson diff_to_json(const DiffResult& r) {
                        {"loss_rel_diff", d.has_loss ? number(d.loss_rel) : ojson(nullptr)},
                        {"loss_differs_from", d.loss_differs_from > 0 ? ojson(d.loss_differs_from) : ojson(nullptr)},
                        {"tensors", tensors}};
+    const Localization origin = origin_in_trace(d);
+    j["divergence"]["origin"] = origin.found ? origin_json(origin) : ojson(nullptr);
   } else {
     j["divergence"] = nullptr;
   }
@@ -138,9 +146,20 @@ ojson diff_to_json(const DiffResult& r) {
                       {"abs_diff", number(g.abs_diff)}, {"end", g.is_end}});
   }
   j["growth"] = growth;
+  if (r.peak) {
+    j["gap_peak"] = {{"step", r.peak->step}, {"loss_a", number(r.peak->loss_a)}, {"loss_b", number(r.peak->loss_b)},
+                     {"abs_diff", number(r.peak->abs_diff)}};
+  } else {
+    j["gap_peak"] = nullptr;
+  }
   j["final"] = {{"a", summary_metrics(r.a.summary)}, {"b", summary_metrics(r.b.summary)}};
   j["steps_compared"] = r.steps_compared;
   j["notes"] = r.notes;
+  ojson diagnosis = ojson::array();
+  for (const auto& c : r.diagnosis) {
+    diagnosis.push_back({{"cause", c.cause}, {"fix", c.fix}});
+  }
+  j["diagnosis"] = diagnosis;
   return j;
 }
 
@@ -162,6 +181,9 @@ ojson check_to_json(const CheckResult& r) {
   ojson pairs = ojson::array();
   for (const auto& p : r.pairs) {
     ojson pj = {{"run", p.run}, {"against", 1}, {"diff", diff_to_json(p.diff)}};
+    if (p.localization && p.localization->found && pj["diff"]["divergence"].is_object()) {
+      pj["diff"]["divergence"]["origin"] = origin_json(*p.localization); // the replay's origin, as in the text
+    }
     if (p.localization) {
       const Localization& l = *p.localization;
       pj["localization"] = {{"found", l.found},
@@ -170,6 +192,7 @@ ojson check_to_json(const CheckResult& r) {
                             {"layer", l.layer},
                             {"tensor", l.tensor},
                             {"entry", l.entry},
+                            {"effect", l.effect.empty() ? ojson(nullptr) : ojson(l.effect)},
                             {"loss_differs_from", l.loss_differs_from > 0 ? ojson(l.loss_differs_from) : ojson(nullptr)},
                             {"replay_from_step", l.replay_from},
                             {"sentence", l.sentence},

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <functional>
 
 namespace reprun {
 
@@ -46,7 +47,7 @@ std::string esc_md(const std::string& s) {
 
 std::string short_value(const std::string& v) { return v.size() > 60 ? v.substr(0, 57) + "..." : v; }
 
-std::string diff_markdown(const DiffResult& r, const std::string& heading) {
+std::string diff_markdown(const DiffResult& r, const std::string& heading, const Localization* loc) {
   std::string o;
   o += fmt::format("{} {} {}\n\n", heading, r.identical ? "✅" : "❌", esc_md(r.verdict));
   o += fmt::format("- **A**: `{}` ({})\n- **B**: `{}` ({})\n- **mode**: {}\n\n", r.a.label,
@@ -55,9 +56,19 @@ std::string diff_markdown(const DiffResult& r, const std::string& heading) {
   const Divergence& d = r.divergence;
   if (d.found) {
     o += fmt::format("**First divergence:** step {} — **{}**: {}\n\n", d.step, d.classification(), esc_md(d.detail));
+    const Localization origin = divergence_origin(r, loc);
+    if (origin.found) {
+      o += fmt::format("**Origin:** step {}, {}: the first differing value in computation order\n\n", origin.step,
+                       esc_md(origin_phrase(origin)));
+    }
+    if (!d.first_tensor.empty()) {
+      std::string s = first_tensor_sentence(d, origin);
+      s[0] = 'F';
+      o += esc_md(s) + "\n\n";
+    }
     if (d.has_loss) {
-      o += fmt::format("Loss at that step: A `{}`, B `{}` ({} ulp, relative {:.3g})\n\n", d.loss_a, d.loss_b,
-                       d.loss_ulps, d.loss_rel);
+      o += fmt::format("Loss at that step: A `{}`, B `{}`: {}\n\n", d.loss_a, d.loss_b,
+                       ulp_phrase(d.loss_ulps, d.loss_rel));
     }
   }
   bool header = false;
@@ -78,23 +89,35 @@ std::string diff_markdown(const DiffResult& r, const std::string& heading) {
   }
   if (r.growth.size() > 1) {
     o += "| step | loss A | loss B | abs diff |\n|---:|---:|---:|---:|\n";
-    for (const auto& g : r.growth) {
-      o += fmt::format("| {}{} | {} | {} | {:.3g} |\n", g.step, g.is_end ? " (end)" : "", g.loss_a, g.loss_b, g.abs_diff);
+    for (const auto& row : gap_rows(r)) {
+      const GapPoint& g = row.point;
+      o += fmt::format("| {}{}{} | {} | {} | {:.3g} |\n", g.step, row.peak ? " (peak)" : "", g.is_end ? " (end)" : "",
+                       g.loss_a, g.loss_b, g.abs_diff);
     }
     o += "\n";
   }
   for (const auto& n : r.notes) {
     o += "> " + esc_md(n) + "\n";
   }
+  if (!r.identical && !r.diagnosis.empty()) {
+    o += fmt::format("{}**Likely cause:** {}  \n**Fix:** {}\n", r.notes.empty() ? "" : "\n",
+                     esc_md(r.diagnosis.front().cause), esc_md(r.diagnosis.front().fix));
+    for (size_t i = 1; i < r.diagnosis.size(); ++i) {
+      o += fmt::format("{}- also possible: {} — **fix:** {}\n", i == 1 ? "\n" : "", esc_md(r.diagnosis[i].cause),
+                       esc_md(r.diagnosis[i].fix));
+    }
+    o += "\n";
+  }
   return o;
 }
 
-std::string junit_case(const std::string& name, const DiffResult& r, const std::string& extra) {
+std::string junit_case(const std::string& name, const DiffResult& r, const std::string& extra,
+                       const Localization* loc) {
   std::string o = fmt::format("    <testcase classname=\"reprun\" name=\"{}\">\n", esc_xml(name));
   if (!r.identical) {
     o += fmt::format("      <failure message=\"{}\" type=\"{}\">{}</failure>\n", esc_xml(r.verdict),
                      esc_xml(r.divergence.found ? r.divergence.classification() : "metadata"),
-                     esc_xml(extra + render_diff_text(r, false)));
+                     esc_xml(extra + render_diff_text(r, false, loc)));
   } else {
     o += fmt::format("      <system-out>{}</system-out>\n", esc_xml(r.verdict));
   }
@@ -113,14 +136,61 @@ std::string junit_document(const std::string& suite, const std::vector<std::stri
   return o;
 }
 
+// The x range of the plots: from the first plotted step to the last step of the longer run, so a
+// run that stops early shows as a curve that stops early.
+std::pair<double, double> x_range(const DiffResult& r) {
+  const auto& s = r.loss_series;
+  double x0 = static_cast<double>(s.front().first);
+  double x1 = static_cast<double>(std::max({s.back().first, r.a.last_step, r.b.last_step}));
+  return {x0, std::max(x0 + 1, x1)};
+}
+
+// Ticks at round steps (1, 2 or 5 times a power of ten apart) between x0 and x1, both ends included.
+std::vector<double> x_ticks(double x0, double x1) {
+  const double raw = (x1 - x0) / 5;
+  const double p = std::pow(10.0, std::floor(std::log10(std::max(raw, 1.0))));
+  const double step = raw <= p ? p : raw <= 2 * p ? 2 * p : raw <= 5 * p ? 5 * p : 10 * p;
+  std::vector<double> t = {x0};
+  for (double v = std::ceil(x0 / step + 1e-9) * step; v < x1 - step * 0.3; v += step) {
+    if (v > x0 + step * 0.3) {
+      t.push_back(v);
+    }
+  }
+  t.push_back(x1);
+  return t;
+}
+
+// The x axis of a plot: tick marks and step labels along the bottom edge, and where the shorter
+// run ends when the lengths differ.
+std::string x_axis(const DiffResult& r, double x0, double x1, double T, double B, double H,
+                   const std::function<double(double)>& px) {
+  std::string o;
+  for (double v : x_ticks(x0, x1)) {
+    const double x = px(v);
+    o += fmt::format("<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#999\"/>\n", x, x, H - B, H - B + 4);
+    o += fmt::format("<text class=\"xtick\" x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"{}\">{:.0f}</text>\n", x,
+                     H - B + 15, v == x0 ? "start" : v == x1 ? "end" : "middle", v);
+  }
+  if (r.a.last_step != r.b.last_step && r.a.last_step >= 0 && r.b.last_step >= 0) {
+    const bool a_short = r.a.last_step < r.b.last_step;
+    const double x = px(static_cast<double>(std::min(r.a.last_step, r.b.last_step)));
+    o += fmt::format("<line class=\"run-end\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#888\" "
+                     "stroke-dasharray=\"2 3\"/>\n",
+                     x, x, T, H - B);
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" fill=\"#666\" text-anchor=\"end\">{} ends</text>\n",
+                     x - 3, H - B - 6, a_short ? "A" : "B");
+  }
+  return o;
+}
+
 // SVG plot of both loss curves, the first divergence marked.
 std::string loss_svg(const DiffResult& r) {
   const auto& s = r.loss_series;
   if (s.size() < 2) {
     return "<p>(not enough loss values to plot)</p>";
   }
-  const double W = 860, H = 320, L = 70, R = 20, T = 20, B = 40;
-  double x0 = static_cast<double>(s.front().first), x1 = static_cast<double>(s.back().first);
+  const double W = 860, H = 320, L = 70, R = 20, T = 20, B = 50;
+  auto [x0, x1] = x_range(r);
   double lo = INFINITY, hi = -INFINITY;
   for (const auto& p : s) {
     for (double v : {p.second.first, p.second.second}) {
@@ -139,10 +209,7 @@ std::string loss_svg(const DiffResult& r) {
   if (yhi - ylo < 1e-12) {
     yhi = ylo + 1;
   }
-  if (x1 - x0 < 1) {
-    x1 = x0 + 1;
-  }
-  auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
+  std::function<double(double)> px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
   auto py = [&](double v) { return T + (1 - (ty(v) - ylo) / (yhi - ylo)) * (H - T - B); };
   auto path = [&](bool second) {
     std::string d;
@@ -168,22 +235,22 @@ std::string loss_svg(const DiffResult& r) {
     double yv = ylo + (yhi - ylo) * i / 4.0;
     double y = T + (1 - i / 4.0) * (H - T - B);
     double label = logy ? std::pow(10.0, yv) : yv;
-    o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{:.3g}</text>\n", L - 6, y + 4,
-                     label);
+    o += fmt::format("<text class=\"ytick\" x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{:.3g}</text>\n",
+                     L - 6, y + 4, label);
     o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", L, W - R, y, y);
   }
-  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\">step {}</text>\n", L, H - 12, s.front().first);
-  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">step {}</text>\n", W - R, H - 12,
-                   s.back().first);
-  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">loss{}</text>\n", (W + L) / 2,
-                   H - 12, logy ? " (log scale)" : "");
-  if (r.divergence.found && r.divergence.step >= s.front().first && r.divergence.step <= s.back().first) {
+  o += x_axis(r, x0, x1, T, B, H, px);
+  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">step; loss{}</text>\n", (W + L) / 2,
+                   H - 6, logy ? " on a log scale" : "");
+  if (r.divergence.found && r.divergence.step >= x0 && r.divergence.step <= x1) {
     double x = px(static_cast<double>(r.divergence.step));
     o += fmt::format("<line id=\"divergence-marker\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#d00\" "
                      "stroke-width=\"2\" stroke-dasharray=\"4 3\"/>\n",
                      x, x, T, H - B);
-    o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" fill=\"#d00\">first divergence: step {}</text>\n",
-                     x + 4, T + 14, r.divergence.step);
+    const bool right_half = x > (L + W - R) / 2;
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" fill=\"#d00\" text-anchor=\"{}\">first divergence: "
+                     "step {}</text>\n",
+                     right_half ? x - 4 : x + 4, T + 14, right_half ? "end" : "start", r.divergence.step);
   }
   o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\"/>\n", path(false));
   o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#ff7f0e\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>\n",
@@ -194,8 +261,16 @@ std::string loss_svg(const DiffResult& r) {
   return o;
 }
 
+// A power of ten as a tick label: "0.01", "1", "100" near 1, "1e-7" beyond.
+std::string decade_label(int k) {
+  if (k >= -2 && k <= 3) {
+    return fmt::format("{}", std::pow(10.0, k));
+  }
+  return fmt::format("1e{}", k);
+}
+
 // SVG plot of |loss A - loss B| on a log scale (exact zeros drawn on the floor), so a gap too small
-// to see between the two loss curves is still visible.
+// to see between the two loss curves is still visible. Every labelled tick is a power of ten.
 std::string gap_svg(const DiffResult& r) {
   const auto& s = r.loss_series;
   double hi = 0, lo = INFINITY;
@@ -209,14 +284,13 @@ std::string gap_svg(const DiffResult& r) {
   if (s.size() < 2 || hi <= 0) {
     return "";
   }
-  const double W = 860, H = 160, L = 70, R = 20, T = 10, B = 30;
-  double x0 = static_cast<double>(s.front().first), x1 = std::max(x0 + 1, static_cast<double>(s.back().first));
-  double ylo = std::floor(std::log10(lo)) - 1, yhi = std::ceil(std::log10(hi));
-  auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
-  auto py = [&](double g) {
-    double y = g > 0 && std::isfinite(g) ? std::log10(g) : ylo;
-    return T + (1 - (y - ylo) / (yhi - ylo)) * (H - T - B);
-  };
+  const double W = 860, H = 200, L = 70, R = 20, T = 10, B = 50;
+  auto [x0, x1] = x_range(r);
+  const int ylo = static_cast<int>(std::floor(std::log10(lo))) - 1;
+  const int yhi = std::max(ylo + 1, static_cast<int>(std::ceil(std::log10(hi))));
+  std::function<double(double)> px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
+  auto pyl = [&](double y) { return T + (1 - (y - ylo) / (yhi - ylo)) * (H - T - B); };
+  auto py = [&](double g) { return pyl(g > 0 && std::isfinite(g) ? std::log10(g) : ylo); };
   std::string d;
   for (size_t i = 0; i < s.size(); ++i) {
     d += fmt::format("{}{:.1f},{:.1f} ", i ? "L" : "M", px(static_cast<double>(s[i].first)),
@@ -226,10 +300,20 @@ std::string gap_svg(const DiffResult& r) {
                               "aria-label=\"loss difference\">\n", W, H, W, H);
   o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", L, T,
                    W - L - R, H - T - B);
-  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">1e{:.0f}</text>\n", L - 6, T + 10, yhi);
-  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">0</text>\n", L - 6, H - B);
-  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">|loss A - loss B| (log scale)</text>\n",
-                   (W + L) / 2, H - 8);
+  // At most about six labelled decades: every k-th power of ten.
+  const int every = (yhi - ylo + 5) / 6;
+  for (int k = yhi; k > ylo; k -= every) {
+    const double y = pyl(k);
+    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", L, W - R, y, y);
+    o += fmt::format("<text class=\"ytick\" x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{}</text>\n",
+                     L - 6, y + 4, decade_label(k));
+  }
+  o += fmt::format("<text class=\"ytick\" x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">0</text>\n", L - 6,
+                   H - B);
+  o += x_axis(r, x0, x1, T, B, H, px);
+  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">step; |loss A - loss B| on a log "
+                   "scale (exact zeros on the floor)</text>\n",
+                   (W + L) / 2, H - 6);
   o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#b00\" stroke-width=\"1.5\"/>\n</svg>\n", d);
   return o;
 }
@@ -246,11 +330,25 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
   if (d.found) {
     o += fmt::format("<p><b>First divergence:</b> step {} — <b>{}</b>: {}</p>\n", d.step, esc_xml(d.classification()),
                      esc_xml(d.detail));
+    const Localization origin = divergence_origin(r, loc);
+    if (origin.found) {
+      o += fmt::format("<p><b>Origin:</b> step {}, {}: the first differing value in computation order</p>\n",
+                       origin.step, esc_xml(origin_phrase(origin)));
+    }
+    if (!d.first_tensor.empty()) {
+      std::string s = first_tensor_sentence(d, origin);
+      s[0] = 'F';
+      o += "<p>" + esc_xml(s) + "</p>\n";
+    }
+    if (d.has_loss) {
+      o += fmt::format("<p>Loss at that step: A <code>{}</code>, B <code>{}</code>: {}</p>\n", d.loss_a, d.loss_b,
+                       esc_xml(ulp_phrase(d.loss_ulps, d.loss_rel)));
+    }
   }
   o += loss_svg(r);
   o += gap_svg(r);
-  o += "<h3>Metadata differences</h3>\n<table><tr><th>rank</th><th>category</th><th>field</th><th>A</th><th>B</th>"
-       "<th>counted</th></tr>\n";
+  o += "<h3>Metadata differences</h3>\n<div class=\"scroll\"><table><tr><th>rank</th><th>category</th><th>field</th>"
+       "<th>A</th><th>B</th><th>counted</th></tr>\n";
   for (const auto& m : r.meta) {
     std::string a = m.key == "data.files" ? dataset_sentence(r.dataset) : short_value(m.a);
     std::string b = m.key == "data.files" ? "" : short_value(m.b);
@@ -261,25 +359,43 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
   if (r.meta.empty()) {
     o += "<tr><td colspan=\"6\">none</td></tr>\n";
   }
-  o += "</table>\n";
+  o += "</table></div>\n";
   if (r.growth.size() > 1) {
-    o += "<h3>How the gap grows</h3>\n<table><tr><th>step</th><th>loss A</th><th>loss B</th><th>|diff|</th></tr>\n";
-    for (const auto& g : r.growth) {
-      o += fmt::format("<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{:.3g}</td></tr>\n", g.step,
-                       g.is_end ? " (end)" : "", g.loss_a, g.loss_b, g.abs_diff);
+    o += "<h3>How the gap grows</h3>\n<div class=\"scroll\"><table><tr><th>step</th><th>loss A</th><th>loss B</th>"
+         "<th>|diff|</th></tr>\n";
+    for (const auto& row : gap_rows(r)) {
+      const GapPoint& g = row.point;
+      o += fmt::format("<tr{}><td>{}{}{}</td><td>{}</td><td>{}</td><td>{:.3g}</td></tr>\n",
+                       row.peak ? " class=\"peak\"" : "", g.step, row.peak ? " (peak)" : "", g.is_end ? " (end)" : "",
+                       g.loss_a, g.loss_b, g.abs_diff);
     }
-    o += "</table>\n";
+    o += "</table></div>\n";
+  }
+  if (!r.identical && !r.diagnosis.empty()) {
+    o += "<h3>Likely cause and fix</h3>\n<ol class=\"cause\">\n";
+    for (const auto& c : r.diagnosis) {
+      o += fmt::format("<li>{}<br><b>Fix:</b> {}</li>\n", esc_xml(c.cause), esc_xml(c.fix));
+    }
+    o += "</ol>\n";
   }
   o += "</section>\n";
   return o;
 }
 
+// Fits any width: plots scale down with the page (viewBox, max-width), long values wrap anywhere,
+// column headers never wrap (whole words only), and a table wider than a very narrow window
+// scrolls inside its own box instead of widening the page.
 std::string html_page(const std::string& title, const std::string& body) {
-  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + esc_xml(title) +
-         "</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:960px}code{background:#f3f3f3}"
-         "table{border-collapse:collapse;margin:1em 0;max-width:100%}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;"
-         "word-break:break-all}"
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>" +
+         esc_xml(title) +
+         "</title>\n<style>body{font-family:sans-serif;margin:2em auto;padding:0 1em;max-width:960px;"
+         "overflow-wrap:anywhere}code{background:#f3f3f3}svg{display:block;max-width:100%;height:auto}"
+         ".scroll{max-width:100%;overflow-x:auto}"
+         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
+         "th{white-space:nowrap;overflow-wrap:normal}tr.peak{background:#fff4e0}"
          ".ok{color:#070;font-weight:bold}.bad{color:#b00;font-weight:bold}.loc{background:#fff4e0;padding:6px}"
+         "@media (max-width:600px){body{margin:0.5em auto;padding:0 0.5em}}"
          "</style></head>\n<body>\n<h1>" +
          esc_xml(title) + "</h1>\n" + body + "</body></html>\n";
 }
@@ -290,9 +406,10 @@ std::string render_diff(const DiffResult& r, ReportFormat f, bool color) {
   switch (f) {
   case ReportFormat::text: return render_diff_text(r, color);
   case ReportFormat::json: return diff_to_json(r).dump(2) + "\n";
-  case ReportFormat::markdown: return diff_markdown(r, "### reprun diff");
+  case ReportFormat::markdown: return diff_markdown(r, "### reprun diff", nullptr);
   case ReportFormat::junit:
-    return junit_document("reprun diff", {junit_case(r.a.label + " vs " + r.b.label, r, "")}, r.identical ? 0 : 1);
+    return junit_document("reprun diff", {junit_case(r.a.label + " vs " + r.b.label, r, "", nullptr)},
+                          r.identical ? 0 : 1);
   case ReportFormat::html: return html_page("reprun diff", html_section(r, r.a.label + " vs " + r.b.label, nullptr));
   }
   return "";
@@ -315,7 +432,8 @@ std::string render_check(const CheckResult& r, ReportFormat f, bool color) {
         o += fmt::format("**Localization (run-{}):** {}\n\n", p.run,
                          esc_md(p.localization->found ? p.localization->sentence : p.localization->note));
       }
-      o += diff_markdown(p.diff, fmt::format("### run-{} vs run-1", p.run));
+      o += diff_markdown(p.diff, fmt::format("### run-{} vs run-1", p.run),
+                         p.localization ? &*p.localization : nullptr);
     }
     return o;
   }
@@ -329,7 +447,7 @@ std::string render_check(const CheckResult& r, ReportFormat f, bool color) {
       }
       std::string variation = p.run - 1 < static_cast<int>(r.runs.size()) ? r.runs[static_cast<size_t>(p.run - 1)].variation : "";
       cases.push_back(junit_case(fmt::format("run-{} vs run-1{}", p.run, variation.empty() ? "" : " (" + variation + ")"),
-                                 p.diff, extra));
+                                 p.diff, extra, p.localization ? &*p.localization : nullptr));
       failures += p.diff.identical ? 0 : 1;
     }
     return junit_document("reprun " + r.kind + " " + r.config, cases, failures);

@@ -2,7 +2,10 @@
 // "identical?", "what changed?", "where do they part?", "how much?", "how does it grow?".
 #include "report/report_internal.hpp"
 
+#include "reprun/audit/cause.hpp"
+
 #include <fmt/format.h>
+#include <limits>
 
 namespace reprun {
 
@@ -61,6 +64,70 @@ std::string dataset_sentence(const DatasetDelta& d) {
   return s;
 }
 
+Localization divergence_origin(const DiffResult& r, const Localization* loc) {
+  if (loc && loc->found) {
+    return *loc;
+  }
+  return origin_in_trace(r.divergence);
+}
+
+std::string first_tensor_sentence(const Divergence& d, const Localization& origin) {
+  if (d.first_tensor.empty()) {
+    return "";
+  }
+  if (!origin.found) {
+    return fmt::format("first differing tensor in model order: {} (tensors are recorded after the update, so the "
+                       "difference may start earlier in the step; trace full names its origin)",
+                       d.first_tensor);
+  }
+  if (origin.effect.empty()) {
+    return fmt::format("first differing tensor in model order: {} (the origin itself)", d.first_tensor);
+  }
+  return fmt::format("first differing tensor in model order: {}, an effect of the origin (tensors are recorded "
+                     "after the update)",
+                     d.first_tensor);
+}
+
+std::string ulp_phrase(uint64_t ulps, double rel) {
+  if (ulps == std::numeric_limits<uint64_t>::max()) {
+    return "no ulp distance (NaN)";
+  }
+  const double u = static_cast<double>(ulps);
+  std::string count;
+  if (ulps < 1'000'000) {
+    count = std::to_string(ulps);
+    for (int i = static_cast<int>(count.size()) - 3; i > 0; i -= 3) {
+      count.insert(static_cast<size_t>(i), ",");
+    }
+  } else if (u < 1e9) {
+    count = fmt::format("{:.3g} million", u / 1e6);
+  } else if (u < 1e12) {
+    count = fmt::format("{:.3g} billion", u / 1e9);
+  } else {
+    count = fmt::format("{:.3g}", u);
+  }
+  return fmt::format("{} ulp (relative error {:.3g})", count, rel);
+}
+
+std::vector<GapRow> gap_rows(const DiffResult& r) {
+  std::vector<GapRow> rows;
+  const bool peak = r.peak && r.peak->abs_diff > 0;
+  bool placed = false;
+  for (const auto& g : r.growth) {
+    if (peak && !placed && r.peak->step < g.step) {
+      rows.push_back({*r.peak, true});
+      placed = true;
+    }
+    const bool here = peak && !placed && r.peak->step == g.step;
+    placed = placed || here;
+    rows.push_back({g, here});
+  }
+  if (peak && !placed) {
+    rows.push_back({*r.peak, true});
+  }
+  return rows;
+}
+
 namespace {
 
 void section(std::string& o, const Style& st, const char* title) { o += "\n" + st.bold(title) + "\n"; }
@@ -81,7 +148,8 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
   }
   for (const auto& m : r.meta) {
     if (m.kind == MetaDelta::Kind::material && m.key != "data.files") {
-      o += fmt::format("  [{}] {}: {} -> {}\n", m.category, m.key, meta_value(m.a), meta_value(m.b));
+      o += fmt::format("  [{}] {}: {} -> {}{}\n", m.category, m.key, meta_value(m.a), meta_value(m.b),
+                       is_effect(m) ? " (an effect, not a cause)" : "");
     }
   }
   if (any_info) {
@@ -109,8 +177,8 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
 
 void magnitude_text(std::string& o, const Style& st, const Divergence& d) {
   section(o, st, "Magnitude at that step");
-  o += fmt::format("  loss: A {}  B {}  |diff| {:.3g}  {} ulp  relative {:.3g}\n", num(d.loss_a), num(d.loss_b),
-                   std::fabs(d.loss_a - d.loss_b), d.loss_ulps, d.loss_rel);
+  o += fmt::format("  loss: A {}  B {}  |diff| {:.3g}  {}\n", num(d.loss_a), num(d.loss_b),
+                   std::fabs(d.loss_a - d.loss_b), ulp_phrase(d.loss_ulps, d.loss_rel));
   for (size_t i = 0; i < d.tensors.size() && i < 12; ++i) {
     const auto& t = d.tensors[i];
     if (t.has_norm) {
@@ -124,7 +192,7 @@ void magnitude_text(std::string& o, const Style& st, const Divergence& d) {
   }
 }
 
-void divergence_text(std::string& o, const Style& st, const DiffResult& r) {
+void divergence_text(std::string& o, const Style& st, const DiffResult& r, const Localization* loc) {
   const Divergence& d = r.divergence;
   section(o, st, "First divergence");
   if (!d.found) {
@@ -134,11 +202,15 @@ void divergence_text(std::string& o, const Style& st, const DiffResult& r) {
   o += fmt::format("  step {}{} (line {}): {}\n", d.step, d.epoch >= 0 ? fmt::format(", epoch {}", d.epoch) : "",
                    d.line, st.bold(d.classification()));
   o += "  " + d.detail + "\n";
-  if (!d.first_tensor.empty()) {
-    o += fmt::format("  first tensor in model order: {}\n", d.first_tensor);
+  const Localization origin = divergence_origin(r, loc);
+  if (origin.found) {
+    o += fmt::format("  origin: step {}, {}: the first differing value in computation order (forward, backward from "
+                     "the last layer, update){}\n",
+                     origin.step, origin_phrase(origin),
+                     origin.replay_from >= 0 ? fmt::format("; found by replay from step {}", origin.replay_from) : "");
   }
-  if (!d.trace_phase.empty()) {
-    o += fmt::format("  trace: first differing entry is {} {}\n", d.trace_phase, d.trace_entry);
+  if (!d.first_tensor.empty()) {
+    o += "  " + first_tensor_sentence(d, origin) + "\n";
   }
   if (d.loss_differs_from > 0 && d.loss_differs_from != d.step) {
     o += fmt::format("  the loss differs from step {}\n", d.loss_differs_from);
@@ -149,9 +221,17 @@ void divergence_text(std::string& o, const Style& st, const DiffResult& r) {
   if (r.growth.size() > 1) {
     section(o, st, "How the gap grows");
     o += fmt::format("  {:>10}  {:>22}  {:>22}  {:>10}\n", "step", "loss A", "loss B", "|diff|");
-    for (const auto& g : r.growth) {
+    for (const auto& row : gap_rows(r)) {
+      const GapPoint& g = row.point;
+      std::string mark = row.peak && g.is_end ? "  (peak, last common step)"
+                         : row.peak           ? "  (peak)"
+                         : g.is_end           ? "  (last common step)"
+                                              : "";
       o += fmt::format("  {:>10}  {:>22}  {:>22}  {:>10.3g}{}\n", g.step, num(g.loss_a), num(g.loss_b), g.abs_diff,
-                       g.is_end ? "  (last common step)" : "");
+                       mark);
+    }
+    if (r.peak && r.peak->abs_diff > 0) {
+      o += fmt::format("  peak gap: |diff| {:.3g} at step {}\n", r.peak->abs_diff, r.peak->step);
     }
   }
 }
@@ -170,9 +250,20 @@ void final_metrics_text(std::string& o, const Style& st, const DiffResult& r) {
   }
 }
 
+// The last section of a different result: its likely causes, most likely first, each with its fix.
+void diagnosis_text(std::string& o, const Style& st, const DiffResult& r) {
+  if (r.identical || r.diagnosis.empty()) {
+    return;
+  }
+  section(o, st, "Likely cause and fix (most likely first)");
+  for (size_t i = 0; i < r.diagnosis.size(); ++i) {
+    o += fmt::format("  {}. {}\n     {} {}\n", i + 1, r.diagnosis[i].cause, st.bold("fix:"), r.diagnosis[i].fix);
+  }
+}
+
 } // namespace
 
-std::string render_diff_text(const DiffResult& r, bool color) {
+std::string render_diff_text(const DiffResult& r, bool color, const Localization* loc) {
   Style st{color};
   std::string o;
   o += (r.identical ? st.green(st.bold(r.verdict)) : st.red(st.bold(r.verdict))) + "\n";
@@ -182,7 +273,7 @@ std::string render_diff_text(const DiffResult& r, bool color) {
   if (r.a.is_run_dir && r.b.is_run_dir) {
     metadata_text(o, st, r);
   }
-  divergence_text(o, st, r);
+  divergence_text(o, st, r, loc);
   if (r.a.summary.is_object() && r.b.summary.is_object()) {
     final_metrics_text(o, st, r);
   }
@@ -192,6 +283,7 @@ std::string render_diff_text(const DiffResult& r, bool color) {
       o += "  " + n + "\n";
     }
   }
+  diagnosis_text(o, st, r);
   return o;
 }
 
@@ -217,7 +309,7 @@ std::string render_check_text(const CheckResult& r, bool color) {
         o += "  " + l.note + "\n";
       }
     }
-    o += render_diff_text(p.diff, color);
+    o += render_diff_text(p.diff, color, p.localization ? &*p.localization : nullptr);
   }
   return o;
 }

@@ -212,7 +212,8 @@ TEST_CASE("localize: a replay's trace entry becomes a phase, a layer and a tenso
   Localization l = localize(original, replay, 5, 1);
   CHECK(l.found);
   CHECK(l.replay_from == 5);
-  CHECK(l.sentence == "step 7, backward, layer dense_2, activation gradient: first difference; loss differs from step 7");
+  CHECK(l.sentence == "step 7, origin backward, layer dense_2, activation gradient (dense_2.act.grad): the first "
+                     "differing value in computation order; loss differs from step 7");
   CHECK(l.note.empty());
   CHECK_FALSE(localize(original, DiffResult{}, 5, 3).found);
   CHECK(localize(original, replay, 5, 2).note.find("attempt 2") != std::string::npos);
@@ -589,6 +590,36 @@ TEST_CASE("manifest diff: absent keys, data files, varied and ignored keys, and 
   CHECK_FALSE(ds3.any());
 }
 
+TEST_CASE("localize: one origin, first in computation order; the first differing weight is named as its effect") {
+  // Backward runs from the last layer to the first: dense_3's gradient differs before the update
+  // makes dense_1.weight (first in model order) differ.
+  Divergence original;
+  original.found = true;
+  original.step = 4;
+  original.first_tensor = "dense_1.weight";
+  original.loss_differs_from = 4;
+  DiffResult replay;
+  replay.divergence = original;
+  replay.divergence.trace_phase = "backward";
+  replay.divergence.trace_entry = "dense_3.weight.grad";
+  const Localization l = localize(original, replay, 0, 1);
+  REQUIRE(l.found);
+  CHECK(l.layer == "dense_3");
+  CHECK(l.effect == "dense_1.weight");
+  CHECK(l.sentence == "step 4, origin backward, layer dense_3, weight gradient (dense_3.weight.grad): the first "
+                      "differing value in computation order; dense_1.weight, the first differing tensor in model "
+                      "order, is an effect of it (weights are recorded after the update); loss differs from step 4");
+  // A diff of two traced logs says the same by itself.
+  const Localization t = origin_in_trace(replay.divergence);
+  CHECK(t.found);
+  CHECK(t.sentence == l.sentence);
+  // The origin in the update phase is its own first tensor: no effect to name.
+  replay.divergence.trace_phase = "update";
+  replay.divergence.trace_entry = "dense_1.weight";
+  CHECK(localize(original, replay, 0, 1).effect.empty());
+  CHECK_FALSE(origin_in_trace(Divergence{}).found);
+}
+
 TEST_CASE("localize: every trace entry name, and a replay that did not part") {
   const std::pair<const char*, const char*> names[] = {
       {"dense_1.weight.grad", "weight gradient"}, {"dense_1.bias.grad", "bias gradient"},
@@ -628,11 +659,16 @@ TEST_CASE("localize: every trace entry name, and a replay that did not part") {
   replay.divergence.trace_entry = "dense_1.z";
   replay.divergence.loss_differs_from = 11;
   Localization l = localize(original, replay, 8, 1);
-  CHECK(l.sentence == "step 10, forward, layer dense_1, pre-activation (x W + b): first difference; loss differs from step 11");
+  CHECK(l.sentence == "step 10, origin forward, layer dense_1, pre-activation (x W + b) (dense_1.z): the first "
+                     "differing value in computation order; dense_2.weight, the first differing tensor in model order "
+                     "at step 9, is an effect of it (weights are recorded after the update); loss differs from step 11");
   CHECK(l.note == "the replay (attempt 1) parted at step 10 while the original runs parted at step 9: the computation "
                   "is not deterministic, so where it parts varies");
   replay.divergence.loss_differs_from = 0;
-  CHECK(localize(original, replay, 8, 1).sentence == "step 10, forward, layer dense_1, pre-activation (x W + b): first difference");
+  CHECK(localize(original, replay, 8, 1).sentence ==
+        "step 10, origin forward, layer dense_1, pre-activation (x W + b) (dense_1.z): the first differing value in "
+        "computation order; dense_2.weight, the first differing tensor in model order at step 9, is an effect of it "
+        "(weights are recorded after the update)");
   // A replay that parted without trace entries cannot localize.
   replay.divergence.trace_phase.clear();
   CHECK_FALSE(localize(original, replay, 8, 1).found);

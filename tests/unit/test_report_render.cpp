@@ -3,11 +3,14 @@
 // non-finite numbers, and a check), so nothing volatile (temporary paths, times) enters them.
 // After an intended change of a report, regenerate the files and review the diff:
 //   REPRUN_UPDATE_GOLDEN=1 build/reprun_tests -tc="report:*"
+#include "reprun/audit/cause.hpp"
+#include "reprun/audit/localize.hpp"
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/report/report.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
@@ -38,8 +41,8 @@ DiffResult sample_diff() {
   r.identical = false;
   r.mode = "bitwise";
   r.verdict = "DIFFERENT: runs part at step 3 (computation); 1 metadata field differs";
-  r.a = {"runs/a", "runs/a/steps.jsonl", true, nullptr, {{"status", "complete"}, {"steps", 4}, {"train_loss", 0.5}}, 5, 4, 0, "complete"};
-  r.b = {"runs/b", "runs/b/steps.jsonl", true, nullptr, {{"status", "complete"}, {"steps", 4}, {"train_loss", 0.75}}, 5, 4, 0, "complete"};
+  r.a = {"runs/a", "runs/a/steps.jsonl", true, nullptr, {{"status", "complete"}, {"steps", 6}, {"train_loss", 0.5}}, 7, 6, 0, "complete"};
+  r.b = {"runs/b", "runs/b/steps.jsonl", true, nullptr, {{"status", "complete"}, {"steps", 6}, {"train_loss", 0.625}}, 7, 6, 0, "complete"};
   MetaDelta lr{"config.optimizer.lr", "config", 2, "0.1", "0.2", MetaDelta::Kind::material};
   MetaDelta threads{"config.determinism.threads", "config", 90, "2", "8", MetaDelta::Kind::informational};
   MetaDelta created{"created", "volatile", 100, "\"t1\"", "\"t2\"", MetaDelta::Kind::volatile_field};
@@ -55,22 +58,33 @@ DiffResult sample_diff() {
   d.has_loss = true;
   d.loss_a = 0.5;
   d.loss_b = 0.625;
-  d.loss_ulps = 12345;
+  d.loss_ulps = 12'345'678; // printed as "12.3 million ulp", with the relative error beside it
   d.loss_rel = 0.2;
   d.loss_differs_from = 3;
   d.tensors = {{"dense_1.weight", 1.5, 1.25, 0.2, true}};
-  r.growth = {{3, 0.5, 0.625, 0.125, false}, {4, 0.5, 0.75, 0.25, true}};
-  r.steps_compared = 5;
-  r.loss_series = {{1, {1.0, 1.0}}, {2, {0.75, 0.75}}, {3, {0.5, 0.625}}, {4, {0.5, 0.75}}};
+  // The gap peaks at step 5, between the points the growth table samples.
+  r.growth = {{3, 0.5, 0.625, 0.125, false}, {4, 0.5, 0.75, 0.25, false}, {6, 0.5, 0.625, 0.125, true}};
+  r.peak = GapPoint{5, 0.5, 1.0, 0.5, false};
+  r.steps_compared = 7;
+  r.loss_series = {{1, {1.0, 1.0}}, {2, {0.75, 0.75}}, {3, {0.5, 0.625}}, {4, {0.5, 0.75}}, {5, {0.5, 1.0}},
+                   {6, {0.5, 0.625}}};
   r.notes = {"a note"};
+  r.diagnosis = diagnose(r);
   return r;
 }
 
 CheckResult sample_check() {
   CheckResult c;
   c.identical = false;
-  c.verdict = "FAIL: 1 of 1 runs differ from run-1; run-2: step 3, backward, layer dense_1, weight gradient: first "
-              "difference; loss differs from step 3";
+  // Backward runs from the last layer: dense_3's gradient is the origin, dense_1.weight (first in
+  // model order, after the update) its effect.
+  Divergence original = sample_diff().divergence;
+  DiffResult replay;
+  replay.divergence = original;
+  replay.divergence.trace_phase = "backward";
+  replay.divergence.trace_entry = "dense_3.weight.grad";
+  const Localization l = localize(original, replay, 0, 1);
+  c.verdict = "FAIL: 1 of 1 runs differ from run-1; run-2: " + l.sentence;
   c.config = "examples/quickstart.json";
   c.work_dir = "work";
   c.vary = {"threads=1,2"};
@@ -78,15 +92,6 @@ CheckResult sample_check() {
   CheckPair p;
   p.run = 2;
   p.diff = sample_diff();
-  Localization l;
-  l.found = true;
-  l.step = 3;
-  l.phase = "backward";
-  l.layer = "dense_1";
-  l.tensor = "weight gradient";
-  l.entry = "dense_1.weight.grad";
-  l.loss_differs_from = 3;
-  l.sentence = "step 3, backward, layer dense_1, weight gradient: first difference; loss differs from step 3";
   p.localization = l;
   c.pairs.push_back(p);
   return c;
@@ -133,6 +138,7 @@ DiffResult sample_awkward() {
   r.steps_compared = 2;
   r.loss_series = {{1, {0.5, 0.5}}, {2, {0.25, std::numeric_limits<double>::infinity()}}};
   r.notes = {"<script>alert(1)</script> | pipe"};
+  r.diagnosis = diagnose(r);
   return r;
 }
 
@@ -193,6 +199,70 @@ TEST_CASE("report: escapes, data files, non-finite numbers in every format match
   const nlohmann::ordered_json j = diff_to_json(r);
   CHECK(j.dump().find("NaN") != std::string::npos);
   CHECK(nlohmann::ordered_json::parse(render_diff(r, ReportFormat::json, false)) == j);
+}
+
+TEST_CASE("report: a different result ends with its likely cause and fix in every format; an identical one has none") {
+  const DiffResult r = sample_diff();
+  REQUIRE_FALSE(r.diagnosis.empty());
+  const std::string cause = r.diagnosis.front().cause; // "hyperparameters changed: optimizer.lr 0.1 -> 0.2"
+  const std::string fix = r.diagnosis.front().fix;
+  const std::string text = render_diff(r, ReportFormat::text, false);
+  const size_t at = text.find("\nLikely cause and fix");
+  REQUIRE(at != std::string::npos);
+  CHECK(text.find("\nNotes") < at); // the last section
+  CHECK(text.find(cause, at) != std::string::npos);
+  CHECK(text.find("fix: " + fix, at) != std::string::npos);
+  const std::string md = render_diff(r, ReportFormat::markdown, false);
+  CHECK(md.find("**Likely cause:** " + cause + "  \n**Fix:** " + fix) != std::string::npos);
+  const std::string html = render_diff(r, ReportFormat::html, false);
+  CHECK(html.find("<h3>Likely cause and fix</h3>") != std::string::npos);
+  CHECK(html.find("<b>Fix:</b> " + fix) != std::string::npos);
+  CHECK(render_diff(r, ReportFormat::junit, false).find("fix: " + fix) != std::string::npos);
+  const auto j = diff_to_json(r);
+  CHECK(j["diagnosis"][0]["cause"] == cause);
+  CHECK(j["diagnosis"][0]["fix"] == fix);
+  const CheckResult c = sample_check();
+  CHECK(render_check(c, ReportFormat::text, false).find("fix: " + fix) != std::string::npos);
+  CHECK(check_to_json(c)["pairs"][0]["diff"]["diagnosis"][0]["fix"] == fix);
+  const DiffResult same = sample_identical();
+  CHECK(render_diff(same, ReportFormat::text, false).find("Likely cause") == std::string::npos);
+  CHECK(render_diff(same, ReportFormat::html, false).find("Likely cause") == std::string::npos);
+  CHECK(diff_to_json(same)["diagnosis"].empty());
+}
+
+TEST_CASE("report: a check names one origin, in computation order, and the first differing weight as its effect") {
+  const CheckResult c = sample_check();
+  for (auto f : {ReportFormat::text, ReportFormat::markdown, ReportFormat::html, ReportFormat::junit}) {
+    const std::string o = render_check(c, f, false);
+    CHECK(o.find("origin backward, layer dense_3, weight gradient (dense_3.weight.grad)") != std::string::npos);
+    CHECK(o.find("step 3, backward, layer dense_3, weight gradient (dense_3.weight.grad): the first differing value "
+                 "in computation order") != std::string::npos);
+    CHECK(o.find("irst differing tensor in model order: dense_1.weight, an effect of the origin") != std::string::npos);
+    // dense_1.weight is never presented as where the difference starts.
+    CHECK(o.find("first tensor in model order") == std::string::npos);
+    CHECK(o.find("layer dense_1") == std::string::npos);
+  }
+  const auto j = check_to_json(c);
+  CHECK(j["pairs"][0]["diff"]["divergence"]["origin"]["entry"] == "dense_3.weight.grad");
+  CHECK(j["pairs"][0]["diff"]["divergence"]["origin"]["effect"] == "dense_1.weight");
+  CHECK(j["pairs"][0]["localization"]["effect"] == "dense_1.weight");
+  // A plain diff of untraced logs says dense_1.weight may not be where the difference starts.
+  CHECK(render_diff(sample_diff(), ReportFormat::text, false)
+            .find("first differing tensor in model order: dense_1.weight (tensors are recorded after the update, so "
+                  "the difference may start earlier in the step") != std::string::npos);
+}
+
+TEST_CASE("report: ulp distances in the millions carry the relative error; the gap table shows its peak") {
+  const DiffResult r = sample_diff();
+  const std::string text = render_diff(r, ReportFormat::text, false);
+  CHECK(text.find("12.3 million ulp (relative error 0.2)") != std::string::npos);
+  CHECK(render_diff(r, ReportFormat::markdown, false).find("12.3 million ulp (relative error 0.2)") != std::string::npos);
+  CHECK(render_diff(r, ReportFormat::html, false).find("12.3 million ulp (relative error 0.2)") != std::string::npos);
+  CHECK(text.find(fmt::format("  {:>10}  {:>22}  {:>22}  {:>10}  (peak)\n", 5, "0.5", "1", "0.5")) != std::string::npos);
+  CHECK(text.find("peak gap: |diff| 0.5 at step 5") != std::string::npos);
+  CHECK(render_diff(r, ReportFormat::markdown, false).find("| 5 (peak) | 0.5 | 1 | 0.5 |") != std::string::npos);
+  CHECK(render_diff(r, ReportFormat::html, false).find("<tr class=\"peak\"><td>5 (peak)</td>") != std::string::npos);
+  CHECK(diff_to_json(r)["gap_peak"]["step"] == 5);
 }
 
 TEST_CASE("report: format names, with a suggestion for a near miss") {

@@ -101,6 +101,12 @@ struct RunSide {
   std::string status; // from summary.json, or "" for bare logs
 };
 
+// A likely cause of a difference and the change that removes it (audit/cause.hpp).
+struct Diagnosis {
+  std::string cause; // "atomic reduction: both runs use determinism.reduction \"atomic\", ..."
+  std::string fix;   // "set determinism.reduction: ordered"
+};
+
 struct DiffResult {
   bool identical = false;
   std::string mode; // "bitwise" or "tolerance (rtol=..., ...)"
@@ -110,9 +116,11 @@ struct DiffResult {
   DatasetDelta dataset;
   Divergence divergence;
   std::vector<GapPoint> growth;
+  std::optional<GapPoint> peak; // the largest |loss A - loss B| from the divergence on (first step reaching it)
   long steps_compared = 0;
   std::vector<std::pair<long, std::pair<double, double>>> loss_series; // decimated, for plots
   std::vector<std::string> notes;
+  std::vector<Diagnosis> diagnosis; // most likely cause first; empty when identical
   long material_meta_count() const;
 };
 

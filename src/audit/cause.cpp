@@ -1,0 +1,353 @@
+// diagnose: from a DiffResult to likely causes and their fixes. Each rule reads the ranked
+// metadata differences (material ones only, effects left out) and the divergence kind; the list
+// is ordered by how likely each cause explains the kind of divergence seen.
+#include "reprun/audit/cause.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace reprun {
+
+using ojson = nlohmann::ordered_json;
+
+bool is_effect(const MetaDelta& m) { return m.category == "outputs"; }
+
+namespace {
+
+// A manifest value by path ("/config/determinism/reduction"), as text; "" when absent.
+std::string manifest_text(const ojson& m, const char* pointer) {
+  const ojson::json_pointer p(pointer);
+  if (!m.is_object() || !m.contains(p)) {
+    return "";
+  }
+  const ojson& v = m.at(p);
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+// JSON text of a delta side, strings unquoted: "0.05", "atomic", "(absent)".
+// The manifest's "kind" ("train", "exec"), "" for a bare log.
+std::string run_kind(const ojson& m) { return m.is_object() ? m.value("kind", "") : ""; }
+
+std::string plain(const std::string& v) {
+  std::string s = v.size() >= 2 && v.front() == '"' && v.back() == '"' ? v.substr(1, v.size() - 2) : v;
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+std::string strip(const std::string& key, const std::string& prefix) {
+  return key.compare(0, prefix.size(), prefix) == 0 ? key.substr(prefix.size()) : key;
+}
+
+// "a, b and 2 more" of the first three names.
+std::string name_list(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size() && i < 3; ++i) {
+    s += (i == 0 ? "" : i + 1 == names.size() && names.size() <= 3 ? " and " : ", ") + names[i];
+  }
+  if (names.size() > 3) {
+    s += fmt::format(" and {} more", names.size() - 3);
+  }
+  return s;
+}
+
+std::string files_phrase(const DatasetDelta& d) {
+  std::vector<std::string> parts;
+  auto paths = [](const std::vector<DataFileDelta>& v) {
+    std::vector<std::string> p;
+    for (const auto& f : v) {
+      p.push_back(f.path);
+    }
+    return name_list(p);
+  };
+  if (!d.added.empty()) {
+    parts.push_back("added in B: " + paths(d.added));
+  }
+  if (!d.removed.empty()) {
+    parts.push_back("missing in B: " + paths(d.removed));
+  }
+  if (!d.changed.empty()) {
+    parts.push_back("changed: " + paths(d.changed));
+  }
+  std::string s;
+  for (const auto& p : parts) {
+    s += (s.empty() ? "" : "; ") + p;
+  }
+  return s;
+}
+
+// The material, non-effect differences of one category, in rank order.
+std::vector<const MetaDelta*> material(const DiffResult& r, const std::string& category) {
+  std::vector<const MetaDelta*> v;
+  for (const auto& m : r.meta) {
+    if (m.kind == MetaDelta::Kind::material && !is_effect(m) && m.category == category && m.key != "data.files") {
+      v.push_back(&m);
+    }
+  }
+  return v;
+}
+
+// "optimizer.lr 0.05 -> 0.1, model.hidden [64] -> [32]" for up to three deltas.
+std::string changes(const std::vector<const MetaDelta*>& v, const std::string& prefix) {
+  std::vector<std::string> s;
+  for (const auto* m : v) {
+    s.push_back(fmt::format("{} {} -> {}", strip(m->key, prefix), plain(m->a), plain(m->b)));
+  }
+  return name_list(s);
+}
+
+struct Candidate {
+  double order; // lower is more likely
+  Diagnosis d;
+};
+
+class Diagnoser {
+public:
+  explicit Diagnoser(const DiffResult& r) : m_r(r), m_d(r.divergence) {}
+
+  std::vector<Diagnosis> run() {
+    if (m_r.identical) {
+      return {};
+    }
+    stopped_early();
+    data();
+    config();
+    seeds();
+    nondeterminism();
+    build();
+    hardware();
+    environment();
+    other();
+    fallback();
+    std::stable_sort(m_out.begin(), m_out.end(), [](const Candidate& x, const Candidate& y) { return x.order < y.order; });
+    std::vector<Diagnosis> v;
+    for (auto& c : m_out) {
+      v.push_back(std::move(c.d));
+    }
+    return v;
+  }
+
+private:
+  bool kind(DivergenceKind k) const { return m_d.found && m_d.kind == k; }
+  // Numbers equal, metadata not: a fix may also be to ignore the field.
+  std::string ignore_hint(const std::vector<const MetaDelta*>& v) const {
+    if (m_d.found || v.empty()) {
+      return "";
+    }
+    return fmt::format(" (no number differs: if it is expected to differ, pass --ignore-meta {})", v.front()->key);
+  }
+  void add(double order, std::string cause, std::string fix) {
+    m_out.push_back({order, {std::move(cause), std::move(fix)}});
+  }
+
+  void stopped_early() {
+    if (!kind(DivergenceKind::ended_early)) {
+      return;
+    }
+    for (const RunSide* s : {&m_r.a, &m_r.b}) {
+      if (s->status.empty() || s->status == "complete") {
+        continue;
+      }
+      if (s->status.rfind("failed", 0) == 0) {
+        add(0, fmt::format("run {} failed before its end ({})", s->label, s->status),
+            "read its log, fix what made it fail, and train it again");
+      } else {
+        add(0, fmt::format("run {} stopped before its end (status {}): it was killed or crashed", s->label, s->status),
+            fmt::format("resume it: reprun train --resume {}", s->label));
+      }
+    }
+    if (m_out.empty()) {
+      std::vector<const MetaDelta*> length;
+      for (const auto& m : m_r.meta) {
+        if (m.key == "config.training.steps" || m.key == "config.training.epochs") {
+          length.push_back(&m);
+        }
+      }
+      if (!length.empty()) {
+        add(0, "the runs were asked for different lengths: " + changes(length, "config."),
+            "give both the same training.steps and training.epochs");
+      } else {
+        add(0.5, "one step log is shorter, yet both runs report the same status: it was cut or copied short",
+            "train the shorter run again, or compare the two over their common steps only");
+      }
+    }
+  }
+
+  void data() {
+    auto keys = material(m_r, "dataset");
+    if (!m_r.dataset.any() && keys.empty()) {
+      return;
+    }
+    std::string what = m_r.dataset.any() ? files_phrase(m_r.dataset) : changes(keys, "");
+    add(1, "the training data changed (" + what + ")",
+        "train both on the same files" + std::string(m_r.dataset.any() ? " (restore or remove the files named)" : "") +
+            ", or accept B as the new baseline if the change is intended" + ignore_hint(keys));
+  }
+
+  void config() {
+    auto keys = material(m_r, "config");
+    std::vector<const MetaDelta*> named;
+    bool any_key = false;
+    for (const auto* m : keys) {
+      const bool config_key = m->key.rfind("config.", 0) == 0;
+      any_key = any_key || config_key;
+      // The reduction mode has its own rule (nondeterminism); digests follow the keys they digest.
+      if (config_key && m->key != "config.determinism.reduction") {
+        named.push_back(m);
+      }
+    }
+    if (!named.empty()) {
+      std::string first = strip(named.front()->key, "config.");
+      add(2, "hyperparameters changed: " + changes(named, "config."),
+          fmt::format("set {} back to {} in the config of run B (and any other key named), or accept B as the new baseline",
+                      first, plain(named.front()->a)) + ignore_hint(named));
+    } else if (!any_key && !keys.empty()) {
+      add(2, "the configuration differs (" + changes(keys, "") + ")",
+          "use the same config file and the same --set overrides for both runs" + ignore_hint(keys));
+    }
+  }
+
+  void seeds() {
+    auto keys = material(m_r, "seeds");
+    if (keys.empty()) {
+      return;
+    }
+    add(kind(DivergenceKind::initial_state) || kind(DivergenceKind::data_order) ? 0.5 : 3,
+        "the seed changed: " + changes(keys, ""), "use the same seed in both runs" + ignore_hint(keys));
+  }
+
+  // Atomic reductions, thread-dependent code: the same inputs, different numbers.
+  void nondeterminism() {
+    const std::string ra = manifest_text(m_r.a.manifest, "/config/determinism/reduction");
+    const std::string rb = manifest_text(m_r.b.manifest, "/config/determinism/reduction");
+    const std::string ta = manifest_text(m_r.a.manifest, "/config/determinism/threads");
+    const std::string tb = manifest_text(m_r.b.manifest, "/config/determinism/threads");
+    const std::string threads = ta.empty() ? "" : ta == tb ? fmt::format(", {} threads", ta)
+                                                           : fmt::format(", {} vs {} threads", ta, tb);
+    const bool numbers = kind(DivergenceKind::computation) || kind(DivergenceKind::initial_state);
+    if (ra == "atomic" || rb == "atomic") {
+      const char* which = ra == rb ? "both runs use" : ra == "atomic" ? "A uses" : "B uses";
+      add(numbers ? 1.5 : 3.5,
+          fmt::format("atomic reduction: {} determinism.reduction \"atomic\"{}, which adds gradient partial sums in "
+                      "the order threads finish, so the rounding differs from run to run",
+                      which, threads),
+          "set determinism.reduction: ordered");
+      return;
+    }
+    if (!numbers || has_material_cause()) {
+      return;
+    }
+    if (run_kind(m_r.a.manifest) == "exec" || run_kind(m_r.b.manifest) == "exec") {
+      add(4.5, "thread-dependent or non-deterministic code in the program: same inputs and environment, different "
+               "numbers",
+          "make the framework deterministic (torch.use_deterministic_algorithms(True), "
+          "CUBLAS_WORKSPACE_CONFIG=:4096:8), seed every generator, and fix the thread counts");
+    } else {
+      add(4.5, fmt::format("thread-dependent code: same data, config and build{}, different numbers, with the "
+                           "reduction ordered",
+                           threads),
+          "run with --threads 1 to confirm, and report it with both runs: the built-in trainer promises equal bits "
+          "for any thread count");
+    }
+  }
+
+  void build() {
+    auto code = material(m_r, "code");
+    if (!code.empty()) {
+      add(4, "a different build: " + changes(code, ""),
+          "build both runs from the same commit with the same compiler and flags" + ignore_hint(code));
+    }
+    auto libs = material(m_r, "libraries");
+    if (!libs.empty()) {
+      add(5, "different library versions: " + changes(libs, ""),
+          "install the same versions for both runs (pin them)" + ignore_hint(libs));
+    }
+  }
+
+  void hardware() {
+    auto gpu = material(m_r, "gpu");
+    if (!gpu.empty()) {
+      add(6, "a different GPU or driver: " + changes(gpu, ""),
+          "run both on the same GPU model, driver and CUDA runtime" + ignore_hint(gpu));
+    }
+    auto cpu = material(m_r, "cpu");
+    if (!cpu.empty()) {
+      add(7, "a different CPU: " + changes(cpu, ""), "run both on the same CPU model" + ignore_hint(cpu));
+    }
+    auto host = material(m_r, "host");
+    if (!host.empty()) {
+      add(9, "a different host setup: " + changes(host, ""),
+          "run both on the same operating system image" + ignore_hint(host));
+    }
+  }
+
+  void environment() {
+    for (const auto* m : material(m_r, "environment")) {
+      const std::string name = strip(strip(m->key, "env."), "pins.");
+      const std::string value = m->a == "(absent)" ? plain(m->b) : plain(m->a);
+      add(8, fmt::format("unpinned environment variable: {} is {} in A and {} in B", name, plain(m->a), plain(m->b)),
+          fmt::format("pin {} in the environment: export {}={} before both runs", name, name, value) +
+              ignore_hint({m}));
+    }
+  }
+
+  void other() {
+    auto rest = material(m_r, "other");
+    if (!rest.empty()) {
+      add(10, "other recorded facts differ: " + changes(rest, ""),
+          "make them the same for both runs" + ignore_hint(rest));
+    }
+  }
+
+  bool has_material_cause() const {
+    return m_r.dataset.any() || std::any_of(m_r.meta.begin(), m_r.meta.end(), [](const MetaDelta& m) {
+             return m.kind == MetaDelta::Kind::material && !is_effect(m);
+           });
+  }
+
+  // Nothing recorded explains the difference: say what the divergence kind implies.
+  void fallback() {
+    if (!m_out.empty()) {
+      return;
+    }
+    const bool exec = run_kind(m_r.a.manifest) == "exec";
+    if (!m_d.found) {
+      add(11, "the program's outputs differ (exit code, stdout or artifacts) though nothing recorded about its inputs "
+              "does: it is not deterministic",
+          "seed every random generator and make the framework deterministic; write a step log (REPRUN_STEP_LOG) so "
+          "the first differing step can be found");
+      return;
+    }
+    switch (m_d.kind) {
+    case DivergenceKind::data_order:
+      add(11, "the batch order differs though data, seed and config match: the sampler depends on something not "
+              "recorded (an unseeded shuffle, worker timing)",
+          exec ? "seed the data loader's shuffle (a torch.Generator with a fixed seed) and use worker_init_fn"
+               : "derive the shuffle from the recorded seed only");
+      break;
+    case DivergenceKind::initial_state:
+      add(11, "the initial weights differ though the seed matches: initialization draws from an unseeded generator",
+          "draw the initial weights from a generator seeded with the experiment seed");
+      break;
+    case DivergenceKind::steps_differ:
+      add(11, "the logs number their steps differently: the runs log or count optimizer steps differently",
+          "log one record per optimizer step, numbered the same way, in both runs");
+      break;
+    default:
+      add(11, "non-deterministic computation: the same recorded inputs give different numbers (an atomic "
+              "reduction or thread-dependent code)",
+          exec ? "make the framework deterministic (torch.use_deterministic_algorithms(True), "
+                 "CUBLAS_WORKSPACE_CONFIG=:4096:8) and fix the thread counts"
+               : "set determinism.reduction: ordered, and run with --threads 1 to confirm");
+      break;
+    }
+  }
+
+  const DiffResult& m_r;
+  const Divergence& m_d;
+  std::vector<Candidate> m_out;
+};
+
+} // namespace
+
+std::vector<Diagnosis> diagnose(const DiffResult& r) { return Diagnoser(r).run(); }
+
+} // namespace reprun

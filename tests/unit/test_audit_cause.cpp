@@ -1,0 +1,167 @@
+// Cause and fix (audit/cause.hpp): each kind of difference gets its cause and fix, most likely
+// first; effects (exec's outputs) are never offered as causes; diff_runs fills the diagnosis.
+#include "reprun/audit/cause.hpp"
+#include "reprun/record/run_dir.hpp"
+#include "testing.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace reprun;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+ojson train_manifest(const std::string& reduction, int threads) {
+  return {{"kind", "train"},
+          {"config", {{"optimizer", {{"lr", 0.1}}}, {"determinism", {{"threads", threads}, {"reduction", reduction}}}}}};
+}
+
+DiffResult different(DivergenceKind kind, const ojson& ma, const ojson& mb) {
+  DiffResult r;
+  r.a.label = "runs/a";
+  r.b.label = "runs/b";
+  r.a.is_run_dir = r.b.is_run_dir = true;
+  r.a.status = r.b.status = "complete";
+  r.a.manifest = ma;
+  r.b.manifest = mb;
+  if (kind != DivergenceKind::none) {
+    r.divergence.found = true;
+    r.divergence.kind = kind;
+    r.divergence.step = 4;
+  }
+  r.meta = diff_manifests(ma, mb, {}, r.dataset);
+  return r;
+}
+
+bool mentions(const std::vector<Diagnosis>& v, const std::string& what) {
+  for (const auto& d : v) {
+    if (d.cause.find(what) != std::string::npos || d.fix.find(what) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+TEST_CASE("cause: an atomic reduction with nothing else differing is the cause, fixed by the ordered reduction") {
+  DiffResult r = different(DivergenceKind::computation, train_manifest("atomic", 2), train_manifest("atomic", 2));
+  auto d = diagnose(r);
+  REQUIRE_FALSE(d.empty());
+  CHECK(d[0].cause.find("atomic reduction: both runs use determinism.reduction \"atomic\", 2 threads") == 0);
+  CHECK(d[0].fix == "set determinism.reduction: ordered");
+  // Only B atomic: the reduction key differs, and the atomic rule (not a hyperparameter) leads.
+  r = different(DivergenceKind::computation, train_manifest("ordered", 2), train_manifest("atomic", 2));
+  d = diagnose(r);
+  REQUIRE_FALSE(d.empty());
+  CHECK(d[0].cause.find("B uses determinism.reduction \"atomic\"") != std::string::npos);
+  CHECK(d[0].fix == "set determinism.reduction: ordered");
+  CHECK_FALSE(mentions(d, "hyperparameters"));
+}
+
+TEST_CASE("cause: same inputs, ordered reduction, different numbers: thread-dependent code") {
+  DiffResult r = different(DivergenceKind::computation, train_manifest("ordered", 1), train_manifest("ordered", 4));
+  auto d = diagnose(r);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].cause.find("thread-dependent code") == 0);
+  CHECK(d[0].cause.find("1 vs 4 threads") != std::string::npos);
+}
+
+TEST_CASE("cause: changed data names the files; a changed hyperparameter names the key and its old value") {
+  ojson a = train_manifest("ordered", 2), b = a;
+  a["data"] = {{"files", {{{"path", "part-1.csv"}, {"size", 10}, {"sha256", "x"}}}}};
+  b["data"] = {{"files", {{{"path", "part-1.csv"}, {"size", 10}, {"sha256", "x"}},
+                          {{"path", "part-2.csv"}, {"size", 12}, {"sha256", "y"}}}}};
+  b["config"]["optimizer"]["lr"] = 0.2;
+  auto d = diagnose(different(DivergenceKind::computation, a, b));
+  REQUIRE(d.size() == 2);
+  CHECK(d[0].cause == "the training data changed (added in B: part-2.csv)");
+  CHECK(d[1].cause == "hyperparameters changed: optimizer.lr 0.1 -> 0.2");
+  CHECK(d[1].fix.find("set optimizer.lr back to 0.1") == 0);
+}
+
+TEST_CASE("cause: an unpinned environment variable, a different build, a changed seed first for initial weights") {
+  ojson a = train_manifest("ordered", 2), b = a;
+  a["env"] = {{"OMP_NUM_THREADS", "4"}};
+  b["env"] = {{"OMP_NUM_THREADS", "8"}};
+  a["reprun"] = {{"compiler", "g++ 12"}};
+  b["reprun"] = {{"compiler", "clang++ 16"}};
+  a["seeds"] = {{"experiment", 1}};
+  b["seeds"] = {{"experiment", 2}};
+  auto d = diagnose(different(DivergenceKind::initial_state, a, b));
+  REQUIRE(d.size() == 3);
+  CHECK(d[0].cause == "the seed changed: seeds.experiment 1 -> 2");
+  CHECK(d[1].cause == "a different build: reprun.compiler g++ 12 -> clang++ 16");
+  CHECK(d[2].cause == "unpinned environment variable: OMP_NUM_THREADS is 4 in A and 8 in B");
+  CHECK(d[2].fix == "pin OMP_NUM_THREADS in the environment: export OMP_NUM_THREADS=4 before both runs");
+}
+
+TEST_CASE("cause: an exec output digest is an effect, never offered as a cause") {
+  ojson a = {{"kind", "exec"}, {"outputs", {{"exit_code", 0}, {"stdout_sha256", "aa"}}}};
+  ojson b = {{"kind", "exec"}, {"outputs", {{"exit_code", 0}, {"stdout_sha256", "bb"}}}};
+  DiffResult r = different(DivergenceKind::none, a, b);
+  REQUIRE(r.meta.size() == 1);
+  CHECK(is_effect(r.meta[0]));
+  CHECK(r.meta[0].kind == MetaDelta::Kind::material); // still makes the runs differ
+  auto d = diagnose(r);
+  REQUIRE(d.size() == 1);
+  CHECK_FALSE(mentions(d, "stdout_sha256"));
+  CHECK(d[0].cause.find("it is not deterministic") != std::string::npos);
+  // Beside a real cause, the effect ranks after it and is still not named.
+  a["env"] = {{"CUBLAS_WORKSPACE_CONFIG", ":4096:8"}};
+  r = different(DivergenceKind::none, a, b);
+  CHECK(r.meta[0].key == "env.CUBLAS_WORKSPACE_CONFIG");
+  CHECK(r.meta[1].key == "outputs.stdout_sha256");
+  d = diagnose(r);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].fix.find("pin CUBLAS_WORKSPACE_CONFIG in the environment") == 0);
+  CHECK_FALSE(mentions(d, "stdout"));
+}
+
+TEST_CASE("cause: a run that stopped is resumed; equal numbers with a differing field suggest --ignore-meta") {
+  DiffResult r = different(DivergenceKind::ended_early, train_manifest("ordered", 2), train_manifest("ordered", 2));
+  r.b.status = "interrupted";
+  auto d = diagnose(r);
+  REQUIRE_FALSE(d.empty());
+  CHECK(d[0].cause == "run runs/b stopped before its end (status interrupted): it was killed or crashed");
+  CHECK(d[0].fix == "resume it: reprun train --resume runs/b");
+  ojson b = train_manifest("ordered", 2);
+  b["host"] = {{"kernel", "6.1"}};
+  d = diagnose(different(DivergenceKind::none, train_manifest("ordered", 2), b));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].fix.find("--ignore-meta host.kernel") != std::string::npos);
+}
+
+TEST_CASE("cause: every different result gets one, an identical one none") {
+  for (auto k : {DivergenceKind::data_order, DivergenceKind::initial_state, DivergenceKind::computation,
+                 DivergenceKind::ended_early, DivergenceKind::steps_differ}) {
+    DiffResult r;
+    r.divergence.found = true;
+    r.divergence.kind = k;
+    CHECK_MESSAGE(!diagnose(r).empty(), divergence_kind_name(k));
+  }
+  DiffResult same;
+  same.identical = true;
+  CHECK(diagnose(same).empty());
+}
+
+TEST_CASE("cause: diff_runs fills the diagnosis of two run directories") {
+  testing::TempDir t;
+  auto make = [&](const std::string& name, const std::string& w) {
+    RunDir run = RunDir::create(t / name);
+    ojson m = train_manifest("atomic", 2);
+    m["format"] = k_run_format;
+    run.write_manifest(m);
+    testing::write(run.file(RunFile::steps),
+                   "{\"step\":0,\"tensors\":{\"w\":{\"xxh3\":\"w0\"}}}\n{\"step\":1,\"loss\":0.5,\"batch\":\"b\","
+                   "\"tensors\":{\"w\":{\"xxh3\":\"" + w + "\"}}}\n");
+    RunSummary s;
+    s.status = "complete";
+    run.write_summary(s);
+    return run.path();
+  };
+  DiffResult r = diff_runs(make("a", "w1"), make("b", "w2"), {});
+  REQUIRE_FALSE(r.identical);
+  REQUIRE_FALSE(r.diagnosis.empty());
+  CHECK(r.diagnosis[0].fix == "set determinism.reduction: ordered");
+}
