@@ -164,9 +164,12 @@ private:
       if (!length.empty()) {
         add(0, "the runs were asked for different lengths: " + changes(length, "config."),
             "give both the same training.steps and training.epochs");
-      } else {
+      } else if (!m_r.a.status.empty() && !m_r.b.status.empty()) {
         add(0.5, "one step log is shorter, yet both runs report the same status: it was cut or copied short",
             "train the shorter run again, or compare the two over their common steps only");
+      } else {
+        add(0.5, "one step log stops earlier: its run was stopped, or the log was cut or copied short",
+            "resume or rerun the shorter run, or compare the two over their common steps only");
       }
     }
   }

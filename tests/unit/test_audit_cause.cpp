@@ -140,6 +140,11 @@ TEST_CASE("cause: every different result gets one, an identical one none") {
     r.divergence.kind = k;
     CHECK_MESSAGE(!diagnose(r).empty(), divergence_kind_name(k));
   }
+  DiffResult bare; // two bare logs, one shorter: no status to blame
+  bare.divergence.found = true;
+  bare.divergence.kind = DivergenceKind::ended_early;
+  CHECK(diagnose(bare).front().cause == "one step log stops earlier: its run was stopped, or the log was cut or "
+                                        "copied short");
   DiffResult same;
   same.identical = true;
   CHECK(diagnose(same).empty());
