@@ -225,7 +225,8 @@ private:
     const std::string tb = manifest_text(m_r.b.manifest, "/config/determinism/threads");
     const std::string threads = ta.empty() ? "" : ta == tb ? fmt::format(", {} threads", ta)
                                                            : fmt::format(", {} vs {} threads", ta, tb);
-    const bool numbers = kind(DivergenceKind::computation) || kind(DivergenceKind::initial_state);
+    // Reductions and threads touch the computation of a step, not the initial weights.
+    const bool numbers = kind(DivergenceKind::computation);
     if (ra == "atomic" || rb == "atomic") {
       const char* which = ra == rb ? "both runs use" : ra == "atomic" ? "A uses" : "B uses";
       add(numbers ? 1.5 : 3.5,

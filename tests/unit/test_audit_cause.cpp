@@ -140,6 +140,11 @@ TEST_CASE("cause: every different result gets one, an identical one none") {
     r.divergence.kind = k;
     CHECK_MESSAGE(!diagnose(r).empty(), divergence_kind_name(k));
   }
+  // Initial weights that differ with nothing recorded differing: initialization, not threads.
+  const auto init = diagnose(different(DivergenceKind::initial_state, train_manifest("ordered", 2),
+                                       train_manifest("ordered", 2)));
+  REQUIRE(init.size() == 1);
+  CHECK(init[0].cause.find("the initial weights differ though the seed matches") == 0);
   DiffResult bare; // two bare logs, one shorter: no status to blame
   bare.divergence.found = true;
   bare.divergence.kind = DivergenceKind::ended_early;
