@@ -30,7 +30,11 @@ assert r["identical"] is False and r["verdict"].startswith("FAIL"), r["verdict"]
 loc = r["pairs"][0]["localization"]
 assert loc["found"] and loc["phase"] == "backward", loc
 assert loc["layer"].startswith("dense_") and "gradient" in loc["tensor"], loc
-assert loc["sentence"].startswith("step %d, backward, layer " % loc["step"]), loc["sentence"]
+assert loc["sentence"].startswith("step %d, origin backward, layer " % loc["step"]), loc["sentence"]
+# One origin: the diff of the pair names the replay's entry, and the cause is the atomic reduction.
+d = r["pairs"][0]["diff"]
+assert d["divergence"]["origin"]["entry"] == loc["entry"], d["divergence"]
+assert d["diagnosis"][0]["fix"] == "set determinism.reduction: ordered", d["diagnosis"]
 PYEOF
 grep -q 'Localization' "$T/w4.md" || fail "markdown report lacks the localization"
 grep -q 'reprun check ❌' "$T/summary.md" || fail "GITHUB_STEP_SUMMARY not appended"

@@ -14,15 +14,21 @@ grep -q 'runs part at step 3 (data order)' "$T/out" || fail "data order: $(head 
 
 expect_rc 1 D "$R/base" "$R/initial_state"
 grep -q 'runs part at step 0 (initial state)' "$T/out" || fail "initial state: $(head -1 "$T/out")"
-grep -q 'first tensor in model order: dense_1.weight' "$T/out" || fail "initial state: tensor not named"
+grep -q 'first differing tensor in model order: dense_1.weight' "$T/out" || fail "initial state: tensor not named"
 
 expect_rc 1 D "$R/base" "$R/computation"
 grep -q 'runs part at step 4 (computation)' "$T/out" || fail "computation verdict"
-grep -q 'first tensor in model order: dense_1.weight' "$T/out" || fail "computation: first tensor in model order"
-grep -q 'trace: first differing entry is backward dense_2.weight.grad' "$T/out" || fail "computation: trace entry"
+# One origin, first in computation order (backward runs from the last layer); the first tensor in
+# model order is its effect.
+grep -q 'origin: step 4, backward, layer dense_2, weight gradient (dense_2.weight.grad): the first differing value in computation order' "$T/out" ||
+  fail "computation: origin"
+grep -q 'first differing tensor in model order: dense_1.weight, an effect of the origin' "$T/out" ||
+  fail "computation: first tensor in model order as the origin's effect"
+sed -n '/^Likely cause and fix/,$p' "$T/out" | grep -q 'fix: ' || fail "computation: no likely cause and fix at the end"
 grep -q 'the loss differs from step 5' "$T/out" || fail "computation: loss differs from"
 grep -q 'dense_1.weight: norm A 5  B 5.0000002  relative 4e-08' "$T/out" || fail "computation: norm magnitude"
-grep -qE '^ +6 +0.1428571429 +0.1428572429 +1e-07  \(last common step\)' "$T/out" || fail "gap growth table"
+grep -qE '^ +6 +0.1428571429 +0.1428572429 +1e-07  \(peak, last common step\)' "$T/out" || fail "gap growth table"
+grep -q '^  peak gap: |diff| 1e-07 at step 6$' "$T/out" || fail "gap growth table: peak line"
 
 expect_rc 1 D "$R/base" "$R/ended_early"
 grep -q 'run ended early (B stops after 4 records, A has 7)' "$T/out" || fail "ended early: $(head -1 "$T/out")"
