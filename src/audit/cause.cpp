@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <set>
 
 namespace reprun {
 
@@ -284,8 +285,12 @@ private:
   }
 
   void environment() {
+    std::set<std::string> named; // exec records a pinned variable under env. and pins.: name it once
     for (const auto* m : material(m_r, "environment")) {
       const std::string name = strip(strip(m->key, "env."), "pins.");
+      if (!named.insert(name).second) {
+        continue;
+      }
       const std::string value = m->a == "(absent)" ? plain(m->b) : plain(m->a);
       add(8, fmt::format("unpinned environment variable: {} is {} in A and {} in B", name, plain(m->a), plain(m->b)),
           fmt::format("pin {} in the environment: export {}={} before both runs", name, name, value) +

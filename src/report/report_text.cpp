@@ -136,7 +136,7 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
   bool any_material = false, any_info = false, any_vol = false;
   for (const auto& m : r.meta) {
     any_material = any_material || m.kind == MetaDelta::Kind::material;
-    any_info = any_info || m.kind != MetaDelta::Kind::material && m.kind != MetaDelta::Kind::volatile_field;
+    any_info = any_info || (m.kind != MetaDelta::Kind::material && m.kind != MetaDelta::Kind::volatile_field);
     any_vol = any_vol || m.kind == MetaDelta::Kind::volatile_field;
   }
   section(o, st, "Metadata differences (most likely explanation first)");

@@ -94,6 +94,10 @@ TEST_CASE("cause: an unpinned environment variable, a different build, a changed
   CHECK(d[1].cause == "a different build: reprun.compiler g++ 12 -> clang++ 16");
   CHECK(d[2].cause == "unpinned environment variable: OMP_NUM_THREADS is 4 in A and 8 in B");
   CHECK(d[2].fix == "pin OMP_NUM_THREADS in the environment: export OMP_NUM_THREADS=4 before both runs");
+  // exec records a pinned variable twice (env. and pins.): named once.
+  a["pins"] = {{"OMP_NUM_THREADS", "4"}};
+  b["pins"] = {{"OMP_NUM_THREADS", "8"}};
+  CHECK(diagnose(different(DivergenceKind::initial_state, a, b)).size() == 3);
 }
 
 TEST_CASE("cause: an exec output digest is an effect, never offered as a cause") {
