@@ -321,8 +321,9 @@ std::string gap_svg(const DiffResult& r) {
 std::string html_section(const DiffResult& r, const std::string& title, const Localization* loc) {
   std::string o = fmt::format("<section><h2>{}</h2>\n<p class=\"verdict {}\">{}</p>\n", esc_xml(title),
                               r.identical ? "ok" : "bad", esc_xml(r.verdict));
+  auto status = [](const RunSide& side) { return side.status.empty() ? std::string("bare step log") : side.status; };
   o += fmt::format("<p>A: <code>{}</code> ({})<br>B: <code>{}</code> ({})<br>mode: {}</p>\n", esc_xml(r.a.label),
-                   esc_xml(r.a.status), esc_xml(r.b.label), esc_xml(r.b.status), esc_xml(r.mode));
+                   esc_xml(status(r.a)), esc_xml(r.b.label), esc_xml(status(r.b)), esc_xml(r.mode));
   if (loc) {
     o += fmt::format("<p class=\"loc\"><b>Localization:</b> {}</p>\n", esc_xml(loc->found ? loc->sentence : loc->note));
   }
@@ -382,9 +383,9 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
   return o;
 }
 
-// Fits any width: plots scale down with the page (viewBox, max-width), long values wrap anywhere,
-// column headers never wrap (whole words only), and a table wider than a very narrow window
-// scrolls inside its own box instead of widening the page.
+// Fits any width: plots scale down with the page (viewBox, max-width), long text outside tables
+// wraps anywhere, column headers never wrap, table cells wrap between words, and a table wider
+// than a narrow window scrolls inside its own box instead of widening the page.
 std::string html_page(const std::string& title, const std::string& body) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>" +
@@ -393,7 +394,7 @@ std::string html_page(const std::string& title, const std::string& body) {
          "overflow-wrap:anywhere}code{background:#f3f3f3}svg{display:block;max-width:100%;height:auto}"
          ".scroll{max-width:100%;overflow-x:auto}"
          "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
-         "th{white-space:nowrap;overflow-wrap:normal}tr.peak{background:#fff4e0}"
+         "th{white-space:nowrap;overflow-wrap:normal}td{overflow-wrap:break-word}tr.peak{background:#fff4e0}"
          ".ok{color:#070;font-weight:bold}.bad{color:#b00;font-weight:bold}.loc{background:#fff4e0;padding:6px}"
          "@media (max-width:600px){body{margin:0.5em auto;padding:0 0.5em}}"
          "</style></head>\n<body>\n<h1>" +
