@@ -224,15 +224,17 @@ private:
     const std::string rb = manifest_text(m_r.b.manifest, "/config/determinism/reduction");
     const std::string ta = manifest_text(m_r.a.manifest, "/config/determinism/threads");
     const std::string tb = manifest_text(m_r.b.manifest, "/config/determinism/threads");
-    const std::string threads = ta.empty() ? "" : ta == tb ? fmt::format(", {} threads", ta)
-                                                           : fmt::format(", {} vs {} threads", ta, tb);
+    const std::string threads = ta.empty()  ? ""
+                                : ta == tb ? fmt::format(", {} thread{}", ta, ta == "1" ? "" : "s")
+                                           : fmt::format(", {} vs {} threads", ta, tb);
     // Reductions and threads touch the computation of a step, not the initial weights.
     const bool numbers = kind(DivergenceKind::computation);
     if (ra == "atomic" || rb == "atomic") {
       const char* which = ra == rb ? "both runs use" : ra == "atomic" ? "A uses" : "B uses";
       add(numbers ? 1.5 : 3.5,
           fmt::format("atomic reduction: {} determinism.reduction \"atomic\"{}, which adds gradient partial sums in "
-                      "the order threads finish, so the rounding differs from run to run",
+                      "an order drawn per process and in the order threads finish, so the rounding differs "
+                      "from run to run (even with 1 thread)",
                       which, threads),
           "set determinism.reduction: ordered");
       return;
