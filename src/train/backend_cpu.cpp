@@ -278,7 +278,10 @@ private:
 
 } // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(ThreadPool* pool) { return std::make_unique<CpuBackend>(pool); }
+std::unique_ptr<Backend> make_cpu_backend(ThreadPool* pool) {
+  gemm_check_kernel_env();
+  return std::make_unique<CpuBackend>(pool);
+}
 
 nlohmann::ordered_json kernel_facts() { return {{"gemm", gemm_kernel_name()}}; }
 

@@ -2,6 +2,7 @@
 // this file only decides who computes which tile.
 #include "reprun/train/gemm.hpp"
 
+#include "reprun/core/error.hpp"
 #include "reprun/core/threadpool.hpp"
 
 #include <algorithm>
@@ -32,6 +33,10 @@ int cpu_best() {
   return k_best;
 }
 
+bool known_kernel(const std::string& name) {
+  return name == "portable" || name == "avx2" || name == "avx2-fma" || name == "avx512";
+}
+
 int parse_kernel(const std::string& name) {
   return name == "portable" ? k_portable : name == "avx2-fma" || name == "avx2" ? k_avx2 : k_avx512;
 }
@@ -53,6 +58,14 @@ std::string gemm_kernel_name() {
 }
 
 void gemm_force_kernel(const std::string& name) { g_cap.store(name.empty() ? k_avx512 : parse_kernel(name)); }
+
+void gemm_check_kernel_env() {
+  const char* env = std::getenv("REPRUN_GEMM_KERNEL");
+  if (env && *env && !known_kernel(env)) {
+    throw Error("REPRUN_GEMM_KERNEL", std::string("unknown kernel set '") + env +
+                                          "'; expected portable, avx2 (or avx2-fma) or avx512, or unset it");
+  }
+}
 
 void gemm_force_portable(bool on) { gemm_force_kernel(on ? "portable" : ""); }
 

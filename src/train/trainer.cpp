@@ -228,6 +228,23 @@ struct Session {
   const std::string& digest() const { return manifest["config_digest"].get_ref<const std::string&>(); }
 };
 
+// A resume continues the run as it was set up: an execution setting that the given config sets
+// otherwise is not applied, and the user is told how to apply it.
+void note_unapplied_settings(const Session& s, const ojson& given, const ojson& used) {
+  for (const auto& setting : execution_settings()) {
+    std::string pointer = "/" + std::string(setting.key);
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    const ojson::json_pointer p(pointer);
+    const ojson g = given.contains(p) ? given.at(p) : ojson(nullptr);
+    const ojson u = used.contains(p) ? used.at(p) : ojson(nullptr);
+    if (g != u) {
+      s.note(fmt::format("{}: {} is {} there but {} in the run; a resume keeps the run's (--set {}={} applies "
+                         "the config's)",
+                         s.opt.config_path, setting.key, g.dump(), u.dump(), setting.key, g.dump()));
+    }
+  }
+}
+
 // The config of a resumed or forked run: the source's, with --set changing execution settings
 // only (anything else would make the continuation another experiment).
 Config resumed_config(Session& s) {
@@ -237,6 +254,7 @@ Config resumed_config(Session& s) {
     throw Error(mpath, "not a run of `reprun train`; only those can be resumed");
   }
   ojson doc = s.manifest["config"];
+  ojson given_json; // the config given with --resume, resolved (null without one)
   if (!s.opt.config_path.empty()) {
     Config given = load_config_file(s.opt.config_path, s.opt.overrides);
     const Config ran = config_from_json(doc, mpath + ": config");
@@ -261,6 +279,7 @@ Config resumed_config(Session& s) {
       s.data_loaded = true;
       refuse_if_different(given);
     }
+    given_json = config_to_json(given);
   }
   for (const auto& o : s.opt.overrides) {
     std::string key = o.substr(0, o.find('='));
@@ -272,6 +291,9 @@ Config resumed_config(Session& s) {
     apply_override(doc, o);
   }
   Config cfg = config_from_json(doc, mpath + ": config");
+  if (!given_json.is_null()) {
+    note_unapplied_settings(s, given_json, config_to_json(cfg));
+  }
   cfg.source = s.manifest["config_file"].value("path", mpath);
   cfg.base_dir = s.manifest["config_file"].value("dir", "");
   if (!s.opt.overrides.empty()) {

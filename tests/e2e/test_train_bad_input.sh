@@ -68,6 +68,8 @@ expect_error "ok.json: optimizer.lr: expected a number" "$REPRUN" train "$T/ok.j
 expect_error "unknown command 'trian' \(did you mean 'train'\?\)" "$REPRUN" trian "$T/ok.json"
 expect_rc 2 "$REPRUN" train "$T/ok.json" --threads 0
 expect_error "give a CONFIG.json, or --resume" "$REPRUN" train
+# A mistyped kernel cap is an error, not "no cap".
+expect_error "REPRUN_GEMM_KERNEL: unknown kernel set 'avx5122'" env REPRUN_GEMM_KERNEL=avx5122 "$REPRUN" train "$T/ok.json" -o "$T/run"
 check_no_run
 expect_error 'not a run directory \(no manifest.json\)' "$REPRUN" train --resume "$T/d"
 

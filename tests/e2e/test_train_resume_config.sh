@@ -47,7 +47,10 @@ cp "$T/c.json" "$T/exec.json" && json_edit "$T/exec.json" training.checkpoint_ev
 cp "$T/c.json" "$T/resolved.json" && json_edit "$T/resolved.json" data.classes+=3 data.header+=true data.label_column+=3
 run_rc "$REPRUN" train "$T/resolved.json" --resume "$T/k" -q --kill-after-step 31
 [[ $RC == 137 ]] || fail "resume with the resolved config: expected SIGKILL (137) after step 31, got $RC: $(cat "$T/err")"
-expect_rc 0 "$REPRUN" train "$T/exec.json" --resume "$T/k" -q
+expect_rc 0 "$REPRUN" train "$T/exec.json" --resume "$T/k"
+# The config's own execution settings are not applied on resume, and the user is told so.
+grep -q "exec.json: training.checkpoint_every is 5 there but .* in the run; a resume keeps the run's (--set training.checkpoint_every=5 applies the config's)" \
+  "$T/err" || fail "unapplied execution setting not noted: $(cat "$T/err")"
 cmp -s "$T/full/steps.jsonl" "$T/k/steps.jsonl" || fail "resumed with the config: steps differ"
 cmp -s "$T/full/evals.jsonl" "$T/k/evals.jsonl" || fail "resumed with the config: evals differ"
 grep -q '"status": "complete"' "$T/k/summary.json" || fail "resumed run is not complete"

@@ -27,6 +27,9 @@ std::string gemm_kernel_name();
 // Use at most this kernel ("avx512", "avx2-fma", "portable"; "" = the best the CPU has). Tests
 // compare them; REPRUN_GEMM_KERNEL in the environment does the same for a whole run.
 void gemm_force_kernel(const std::string& name);
+// Throws Error (exit 2) when REPRUN_GEMM_KERNEL names no kernel set (portable, avx2, avx2-fma,
+// avx512): a mistyped cap must not silently mean "no cap".
+void gemm_check_kernel_env();
 void gemm_force_portable(bool on); // same as gemm_force_kernel("portable") / ("")
 
 namespace detail {
