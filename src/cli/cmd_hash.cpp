@@ -55,7 +55,8 @@ int run(const HashFlags& f) {
       tree_root(r.entries, &transcript);
       std::cout << transcript;
     }
-    std::cout << fmt::format("{}  ({} entries, {} bytes)\n", r.root, r.entries.size(), r.total_bytes);
+    std::cout << fmt::format("{}  ({} entr{}, {} bytes)\n", r.root, r.entries.size(), r.entries.size() == 1 ? "y" : "ies",
+                             r.total_bytes);
   }
   return 0;
 }

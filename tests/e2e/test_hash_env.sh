@@ -27,6 +27,9 @@ PYEOF
 )
 expect_rc 0 "$REPRUN" hash "$T/tree"
 grep -q "^$want  (2 entries, 9 bytes)" "$T/out" || fail "root $(cat "$T/out") != independent $want"
+echo x >"$T/one.txt"
+expect_rc 0 "$REPRUN" hash "$T/one.txt"
+grep -q '(1 entry, 2 bytes)$' "$T/out" || fail "one entry: $(cat "$T/out")"
 expect_rc 0 "$REPRUN" hash "$T/tree" --explain
 grep -q 'file path="sub/b.txt" size=6 sha256=5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03' "$T/out" ||
   fail "transcript: $(cat "$T/out")"
