@@ -17,8 +17,18 @@ CudaFacts query_cuda() {
   if (e != cudaSuccess) {
     f.error = cudaGetErrorString(e);
     cudaGetLastError(); // clear
+    // The static runtime reports a missing libcuda as an insufficient driver; only a driver that
+    // answers with its version is one that is really too old.
+    if (e == cudaErrorInsufficientDriver) {
+      f.status = f.driver_version > 0 ? CudaFacts::Status::driver_too_old : CudaFacts::Status::no_driver;
+    } else if (e == cudaErrorNoDevice) {
+      f.status = CudaFacts::Status::no_device;
+    } else {
+      f.status = CudaFacts::Status::other;
+    }
     return f;
   }
+  f.status = CudaFacts::Status::ok;
   for (int i = 0; i < n; ++i) {
     cudaDeviceProp p{};
     if (cudaGetDeviceProperties(&p, i) != cudaSuccess) {

@@ -6,6 +6,7 @@ namespace reprun {
 CudaFacts query_cuda() {
   CudaFacts f;
   f.error = "reprun was built without the CUDA Toolkit";
+  f.status = CudaFacts::Status::not_built;
   return f;
 }
 } // namespace reprun

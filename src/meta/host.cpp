@@ -69,6 +69,37 @@ ojson host_info(const World& world) {
   return h;
 }
 
+namespace {
+
+// Why no device is listed, in words: "no GPU ..." whenever the machine has none, the runtime's own
+// error only when it means something else.
+std::string no_gpu_note(const CudaFacts& c, const std::string& driver, const ojson& runtime, const ojson& driver_api) {
+  using S = CudaFacts::Status;
+  const auto text = [](const ojson& v) { return v.is_string() ? v.get<std::string>() : std::string("?"); };
+  const bool has_driver = !driver.empty() || c.driver_version > 0;
+  const std::string loaded = driver.empty() ? "the NVIDIA driver" : "NVIDIA driver " + driver;
+  switch (c.status) {
+  case S::ok:
+    return has_driver ? "no GPU (" + loaded + " is loaded but finds no device)" : "no GPU";
+  case S::not_built:
+    return has_driver ? "devices not listed: reprun was built without the CUDA Toolkit (" + loaded + " is loaded)"
+                      : "no GPU (no NVIDIA driver)";
+  case S::no_driver:
+    return has_driver ? loaded + " is loaded, but its CUDA library (libcuda) cannot be used: " + c.error
+                      : "no GPU (no NVIDIA driver)";
+  case S::no_device:
+    return has_driver ? "no GPU (" + loaded + " is loaded but finds no device)" : "no GPU";
+  case S::driver_too_old:
+    return loaded + " (CUDA " + text(driver_api) + ") is older than reprun's CUDA runtime " + text(runtime) +
+           ": devices not listed; update the driver";
+  case S::other:
+    break;
+  }
+  return "devices not listed: CUDA error: " + c.error;
+}
+
+} // namespace
+
 ojson gpu_info(const World& world) {
   ojson g;
   // Driver version from the kernel module, readable without any CUDA library.
@@ -100,7 +131,7 @@ ojson gpu_info(const World& world) {
   }
   g["devices"] = devices;
   if (c.devices.empty()) {
-    g["note"] = c.error.empty() ? "no CUDA device" : c.error;
+    g["note"] = no_gpu_note(c, driver, g["cuda_runtime"], g["cuda_driver_api"]);
   }
   return g;
 }

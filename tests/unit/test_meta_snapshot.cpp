@@ -128,7 +128,46 @@ TEST_CASE("No GPU is a normal answer") {
   auto g = machine_snapshot(w, {})["gpu"];
   CHECK(g["count"] == 0);
   CHECK(g["driver"].is_null());
-  CHECK(g["note"] == "no CUDA-capable device is detected");
+  CHECK(g["note"] == "no GPU (no NVIDIA driver)");
+}
+
+TEST_CASE("No GPU says so, whatever the CUDA runtime's error; a driver too old names both versions") {
+  struct Gpu : FakeWorld {
+    bool proc_driver = false;
+    CudaFacts facts;
+    std::optional<std::string> read_system_file(const std::string& p) const override {
+      return p == "/proc/driver/nvidia/version" && !proc_driver ? std::nullopt : FakeWorld::read_system_file(p);
+    }
+    CudaFacts cuda() const override { return facts; }
+  };
+  const auto note = [](bool proc_driver, CudaFacts::Status st, int runtime, int driver, const char* error) {
+    Gpu w;
+    w.proc_driver = proc_driver;
+    w.facts.built_with_cuda = st != CudaFacts::Status::not_built;
+    w.facts.status = st;
+    w.facts.runtime_version = runtime;
+    w.facts.driver_version = driver;
+    w.facts.error = error;
+    auto g = machine_snapshot(w, {})["gpu"];
+    CHECK(g["count"] == 0);
+    CHECK(g["devices"].empty());
+    return g["note"].get<std::string>();
+  };
+  using S = CudaFacts::Status;
+  // A machine without the NVIDIA driver, as the static CUDA runtime reports it.
+  CHECK(note(false, S::no_driver, 13000, 0, "CUDA driver version is insufficient for CUDA runtime version") ==
+        "no GPU (no NVIDIA driver)");
+  CHECK(note(false, S::not_built, 0, 0, "reprun was built without the CUDA Toolkit") == "no GPU (no NVIDIA driver)");
+  CHECK(note(false, S::no_device, 13000, 0, "no CUDA-capable device is detected") == "no GPU");
+  CHECK(note(true, S::no_device, 12040, 12040, "no CUDA-capable device is detected") ==
+        "no GPU (NVIDIA driver 550.54.15 is loaded but finds no device)");
+  CHECK(note(true, S::driver_too_old, 13000, 12040, "CUDA driver version is insufficient for CUDA runtime version") ==
+        "NVIDIA driver 550.54.15 (CUDA 12.4) is older than reprun's CUDA runtime 13.0: devices not listed; update the "
+        "driver");
+  CHECK(note(true, S::not_built, 0, 0, "reprun was built without the CUDA Toolkit") ==
+        "devices not listed: reprun was built without the CUDA Toolkit (NVIDIA driver 550.54.15 is loaded)");
+  CHECK(note(true, S::other, 13000, 12040, "all CUDA-capable devices are busy or unavailable") ==
+        "devices not listed: CUDA error: all CUDA-capable devices are busy or unavailable");
 }
 
 TEST_CASE("Secret-looking names are recognised case-insensitively") {

@@ -24,7 +24,17 @@ struct CudaFacts {
   bool built_with_cuda = false;
   int runtime_version = 0; // e.g. 13000
   int driver_version = 0;  // CUDA driver API version, 0 without a driver
-  std::string error;       // why no device could be listed ("" when fine)
+  std::string error;       // why no device could be listed ("" when fine): the runtime's own words
+  // What that error means, so that a machine without a GPU says "no GPU" (host.cpp), not the
+  // runtime's "CUDA driver version is insufficient for CUDA runtime version".
+  enum class Status {
+    ok,             // devices listed (maybe none)
+    not_built,      // reprun was built without the CUDA Toolkit
+    no_driver,      // no usable driver: cudaErrorInsufficientDriver without a driver version
+    no_device,      // cudaErrorNoDevice
+    driver_too_old, // cudaErrorInsufficientDriver with a driver older than the runtime
+    other,          // any other error (in `error`)
+  } status = Status::not_built;
   std::vector<GpuDevice> devices;
 };
 
