@@ -7,6 +7,7 @@
 #include "reprun/record/run_dir.hpp"
 #include "reprun/record/steplog.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -510,10 +511,62 @@ std::string plural_fields(long n) {
   return fmt::format("{} metadata field{} differ{}", n, n == 1 ? "" : "s", n == 1 ? "s" : "");
 }
 
+// Two exec runs whose step logs are both empty (no step log, or one with no records): what was
+// compared instead, "no step log; outputs compared: exit code, stdout, 2 artifacts"; "" otherwise.
+std::string outputs_compared(const DiffResult& r) {
+  if (!r.a.is_run_dir || !r.b.is_run_dir || r.a.lines != 0 || r.b.lines != 0) {
+    return "";
+  }
+  const auto& ma = r.a.manifest;
+  if (!ma.is_object() || !ma.contains("outputs") || !ma["outputs"].is_object()) {
+    return "";
+  }
+  const auto& out = ma["outputs"];
+  const size_t artifacts = out.contains("artifacts") && out["artifacts"].is_array() ? out["artifacts"].size() : 0;
+  const bool has_log = ma.contains("program") && ma["program"].is_object() && ma["program"].contains("step_log") &&
+                       ma["program"]["step_log"] != "none";
+  std::string s = fmt::format("{}; outputs compared: exit code, stdout", has_log ? "empty step log" : "no step log");
+  if (artifacts > 0) {
+    s += fmt::format(", {} artifact{}", artifacts, artifacts == 1 ? "" : "s");
+  }
+  return s;
+}
+
+// Which outputs differ ("stdout, artifacts"), from the material deltas under outputs.
+std::string outputs_differing(const DiffResult& r) {
+  std::vector<std::string> names;
+  for (const auto& m : r.meta) {
+    if (m.kind != MetaDelta::Kind::material || m.key.rfind("outputs.", 0) != 0) {
+      continue;
+    }
+    const std::string k = m.key.substr(8);
+    const std::string name = k.rfind("exit_code", 0) == 0 ? "exit code" : k.rfind("stdout", 0) == 0 ? "stdout" : "artifacts";
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      names.push_back(name);
+    }
+  }
+  std::string s;
+  for (const auto& n : names) {
+    s += (s.empty() ? "" : ", ") + n;
+  }
+  return s;
+}
+
 void set_verdict(DiffResult& r, const DiffOptions& opt, bool one_sided) {
   const Divergence& d = r.divergence;
   const long material = r.material_meta_count();
   r.identical = !d.found && material == 0;
+  if (const std::string outputs = outputs_compared(r); !outputs.empty() && !d.found) {
+    // No step records on either side: never "0 step records identical".
+    if (r.identical) {
+      r.verdict = fmt::format("IDENTICAL: {} identical, metadata matches", outputs);
+    } else if (const std::string differ = outputs_differing(r); !differ.empty()) {
+      r.verdict = fmt::format("DIFFERENT: {}; differing: {}; {}", outputs, differ, plural_fields(material));
+    } else {
+      r.verdict = fmt::format("DIFFERENT: {} identical, but {}", outputs, plural_fields(material));
+    }
+    return;
+  }
   if (r.identical) {
     r.verdict = fmt::format("IDENTICAL: {} step records {}{}", r.steps_compared,
                             opt.tolerance() ? "match within tolerance" : "bitwise identical",

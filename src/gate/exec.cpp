@@ -463,7 +463,11 @@ CheckResult run_exec(const ExecOptions& opt) {
         }
       },
       fmt::format("{} runs of the program identical{}", runs,
-                  any_step_log ? "" : " (exit status, stdout and artifacts; no step log)"));
+                  any_step_log ? ""
+                               : plan.opt.artifacts.empty()
+                                   ? " (no step log; compared exit code and stdout)"
+                                   : fmt::format(" (no step log; compared exit code, stdout and {} artifact{})",
+                                                 plan.opt.artifacts.size(), plan.opt.artifacts.size() == 1 ? "" : "s")));
   return res;
 }
 

@@ -1,0 +1,50 @@
+# reprun exec's messages: a program without a step log is said to be compared by its outputs (exit
+# code, stdout, artifacts), never as "0 step records identical", in every report format and in
+# `reprun diff` of its runs.
+source "$(dirname "$0")/lib.sh"
+
+# --- No step log, identical runs: every format says what was compared.
+cat >"$T/outputs.sh" <<'SH'
+#!/bin/sh
+echo "model trained"
+echo weights >a.bin
+echo predictions >b.csv
+SH
+chmod +x "$T/outputs.sh"
+want='IDENTICAL: no step log; outputs compared: exit code, stdout, 2 artifacts identical, metadata matches'
+expect_rc 0 "$REPRUN" exec -o "$T/same" -q --artifact a.bin --artifact b.csv \
+  --markdown "$T/same.md" --junit "$T/same.xml" --html "$T/same.html" -- "$T/outputs.sh"
+grep -qF "run-2 vs run-1: $want" "$T/out" || fail "text pair verdict: $(cat "$T/out")"
+grep -qF 'PASS: 2 runs of the program identical (no step log; compared exit code, stdout and 2 artifacts)' "$T/out" ||
+  fail "text verdict: $(head -1 "$T/out")"
+for f in "$T/out" "$T/same.md" "$T/same.xml" "$T/same.html"; do
+  grep -qF "no step log; outputs compared: exit code, stdout, 2 artifacts identical" "$f" || fail "$f: verdict missing"
+  ! grep -qE '0 step records|step records (bitwise )?identical' "$f" || fail "$f: speaks of step records: $(grep -E 'step records' "$f")"
+done
+expect_rc 0 "$REPRUN" exec -o "$T/samej" -q --format json -- sh -c 'echo same'
+v=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pairs"][0]["diff"]["verdict"])' "$T/out") ||
+  fail "json report: $(cat "$T/out")"
+[[ $v == 'IDENTICAL: no step log; outputs compared: exit code, stdout identical, metadata matches' ]] ||
+  fail "json pair verdict: $v"
+# reprun diff of two such runs says the same.
+expect_rc 0 "$REPRUN" diff "$T/same/run-1" "$T/same/run-2"
+grep -qF "$want" "$T/out" || fail "diff verdict: $(head -1 "$T/out")"
+
+# --- No step log, different stdout: the verdict names what differs, not "step records identical".
+expect_rc 1 "$REPRUN" exec -o "$T/differ" -q --artifact a.bin -- sh -c 'echo "noise $$"; echo w >a.bin'
+grep -qF 'run-2: DIFFERENT: no step log; outputs compared: exit code, stdout, 1 artifact; differing: stdout; 1 metadata field differs' "$T/out" ||
+  fail "different verdict: $(head -3 "$T/out")"
+! grep -q 'step records identical' "$T/out" || fail "speaks of step records: $(grep 'step records' "$T/out")"
+
+# --- A program with a step log keeps the step-record verdict.
+cat >"$T/steps.sh" <<'SH'
+#!/bin/sh
+echo '{"step":1,"loss":0.5}' >>"$REPRUN_STEP_LOG"
+echo '{"step":2,"loss":0.25}' >>"$REPRUN_STEP_LOG"
+SH
+chmod +x "$T/steps.sh"
+expect_rc 0 "$REPRUN" exec -o "$T/steps" -q -- "$T/steps.sh"
+grep -qF 'run-2 vs run-1: IDENTICAL: 2 step records bitwise identical, metadata matches' "$T/out" ||
+  fail "step-log verdict: $(cat "$T/out")"
+
+pass
