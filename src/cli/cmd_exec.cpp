@@ -40,6 +40,8 @@ int run(ExecFlags& f) {
   if (!opt.quiet) {
     opt.on_note = [](const std::string& s) { std::cerr << "reprun exec: " << s << "\n"; };
   }
+  // Even under --quiet: a crash must say why.
+  opt.on_failure = [](const std::string& s) { std::cerr << "reprun exec: " << s << "\n"; };
   CheckResult r;
   try {
     r = run_exec(opt);
@@ -64,7 +66,7 @@ Action add_exec(CLI::App& sub) {
                  "Without a step log: a regular expression whose group 1 is the loss (or group 1 the step, 2 the loss)");
   sub.add_option("--env-allow", f->opt.env_allow, "Also record environment variables matching PATTERN (glob)");
   add_report_options(sub, f->format, f->files);
-  sub.add_flag("-q,--quiet", f->opt.quiet, "Do not show the program's output (it is saved in each run directory)");
+  sub.add_flag("-q,--quiet", f->opt.quiet, "Do not show the program's output (it is saved in each run directory; a failed run still shows the end of its stderr)");
   // PROGRAM ARGS...: after "--" (taken out before parsing, see app.cpp), or without "--" everything
   // from the first positional argument on, in order (CLI11's prefix command).
   sub.prefix_command();

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <fmt/format.h>
 #include <regex>
+#include <sstream>
 
 namespace reprun {
 
@@ -410,6 +411,23 @@ CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vect
   run.write_summary(summary);
   res.exit_code = pr.exit_code;
   res.status = summary.status;
+  if (pr.exit_code != 0 && plan.opt.on_failure) {
+    constexpr size_t k_tail = 20;
+    std::string shown = spec.stderr_path;
+    std::string tail = tail_lines(shown, k_tail);
+    if (tail.empty()) {
+      shown = spec.stdout_path;
+      tail = tail_lines(shown, k_tail);
+    }
+    std::string block =
+        tail.empty() ? fmt::format("run-{} failed ({}); it wrote nothing to stderr or stdout", i, pr.describe())
+                     : fmt::format("run-{} failed ({}); the last lines of {}:", i, pr.describe(), shown);
+    std::istringstream in(tail);
+    for (std::string l; std::getline(in, l);) {
+      block += "\n  | " + l;
+    }
+    plan.opt.on_failure(block);
+  }
   if (pr.exit_code != 0) {
     failures.push_back(fmt::format("run-{}: the program failed ({}); its output is in {}", i, pr.describe(),
                                    spec.stderr_path));
@@ -421,6 +439,34 @@ CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vect
 }
 
 } // namespace
+
+std::string tail_lines(const std::string& path, size_t lines) {
+  constexpr std::streamoff k_max = 64 * 1024;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return "";
+  }
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff start = size > k_max ? size - k_max : 0;
+  in.seekg(start);
+  std::string text(static_cast<size_t>(size - start), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
+    text.pop_back();
+  }
+  size_t pos = text.size();
+  for (size_t n = 0; n < lines && pos != std::string::npos && pos > 0; ++n) {
+    pos = text.rfind('\n', pos - 1);
+  }
+  if (pos != std::string::npos && pos < text.size() && (text[pos] == '\n')) {
+    ++pos;
+  } else if (pos == std::string::npos) {
+    pos = 0;
+  }
+  return text.substr(pos);
+}
 
 CheckResult run_exec(const ExecOptions& opt) {
   const World& world = opt.world ? *opt.world : real_world();

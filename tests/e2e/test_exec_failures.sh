@@ -5,10 +5,14 @@ expect_error 'nosuchprogram: not found in PATH' "$REPRUN" exec -q -- nosuchprogr
 printf '#!/bin/sh\necho hi\n' >"$T/noexec.sh"
 expect_error 'noexec.sh: not executable' "$REPRUN" exec -q -- "$T/noexec.sh"
 expect_error "exec: give the program|command is required" "$REPRUN" exec -q
-expect_error 'run-1: the program failed \(exit status 3\)' "$REPRUN" exec -o "$T/crash" -q -- sh -c 'echo boom >&2; exit 3'
+# A failed run shows the end of its stderr (even under -q), then the one error line.
+expect_rc 2 "$REPRUN" exec -o "$T/crash" -q -- sh -c 'echo boom >&2; exit 3'
+grep -q '^  | boom$' "$T/err" || fail "stderr tail not shown: $(cat "$T/err")"
+tail -1 "$T/err" | grep -q '^reprun: error: run-1: the program failed (exit status 3)' || fail "crash: $(cat "$T/err")"
 grep -q '"status": "failed: exit status 3"' "$T/crash/run-1/summary.json" || fail "failure not recorded"
 grep -q boom "$T/crash/run-1/stderr.txt" || fail "stderr not saved"
-expect_error 'run-1: the program failed \(killed by signal 9' "$REPRUN" exec -o "$T/killed" -q -- sh -c 'kill -9 $$'
+expect_rc 2 "$REPRUN" exec -o "$T/killed" -q -- sh -c 'kill -9 $$'
+tail -1 "$T/err" | grep -q '^reprun: error: run-1: the program failed (killed by signal 9' || fail "killed: $(cat "$T/err")"
 # A garbage line: exit 2 naming the file and line; the valid prefix is kept.
 cat >"$T/garbage.sh" <<'SH'
 #!/bin/sh

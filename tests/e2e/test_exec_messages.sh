@@ -1,6 +1,6 @@
 # reprun exec's messages: a program without a step log is said to be compared by its outputs (exit
 # code, stdout, artifacts), never as "0 step records identical", in every report format and in
-# `reprun diff` of its runs.
+# `reprun diff` of its runs; a failed program shows the end of its stderr even under -q.
 source "$(dirname "$0")/lib.sh"
 
 # --- No step log, identical runs: every format says what was compared.
@@ -47,4 +47,28 @@ expect_rc 0 "$REPRUN" exec -o "$T/steps" -q -- "$T/steps.sh"
 grep -qF 'run-2 vs run-1: IDENTICAL: 2 step records bitwise identical, metadata matches' "$T/out" ||
   fail "step-log verdict: $(cat "$T/out")"
 
+# --- A failing program: the end of its stderr, under -q too, then the one error line.
+cat >"$T/crash.sh" <<'SH'
+#!/bin/sh
+i=1
+while [ $i -le 30 ]; do echo "trace line $i" >&2; i=$((i + 1)); done
+echo "RuntimeError: CUDA out of memory" >&2
+exit 3
+SH
+chmod +x "$T/crash.sh"
+expect_rc 2 "$REPRUN" exec -o "$T/crash" -q -- "$T/crash.sh"
+grep -qF "run-1 failed (exit status 3); the last lines of $T/crash/run-1/stderr.txt:" "$T/err" ||
+  fail "no header naming the run: $(cat "$T/err")"
+grep -qF '  | RuntimeError: CUDA out of memory' "$T/err" || fail "last stderr line not shown: $(cat "$T/err")"
+grep -qF '  | trace line 12' "$T/err" || fail "tail too short: $(cat "$T/err")"
+! grep -qF '  | trace line 11' "$T/err" || fail "more than 20 lines shown: $(cat "$T/err")"
+[[ $(grep -c '^reprun: error: ' "$T/err") == 1 ]] || fail "expected one error line: $(cat "$T/err")"
+tail -1 "$T/err" | grep -q '^reprun: error: run-1: the program failed (exit status 3)' ||
+  fail "error line not last: $(cat "$T/err")"
+# Killed: the header says so; a program that wrote only to stdout shows its stdout.
+expect_rc 2 "$REPRUN" exec -o "$T/killed" -q -- sh -c 'echo "epoch 3 of 10"; kill -9 $$'
+grep -qF 'run-1 failed (killed by signal 9 (Killed)); the last lines of' "$T/err" || fail "killed header: $(cat "$T/err")"
+grep -qF '  | epoch 3 of 10' "$T/err" || fail "stdout fallback not shown: $(cat "$T/err")"
+expect_rc 2 "$REPRUN" exec -o "$T/silent" -q -- sh -c 'exit 4'
+grep -qF 'run-1 failed (exit status 4); it wrote nothing to stderr or stdout' "$T/err" || fail "silent: $(cat "$T/err")"
 pass

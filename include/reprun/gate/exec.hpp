@@ -27,7 +27,14 @@ struct ExecOptions {
   bool quiet = false;                   // do not show the program's output
   const World* world = nullptr;         // the outside world; nullptr = the real machine
   std::function<void(const std::string&)> on_note;
+  // A run whose program failed or was killed: a header naming the run and its status, then the
+  // last lines of its stderr (of its stdout when stderr is empty). Called even when quiet.
+  std::function<void(const std::string&)> on_failure;
 };
+
+// The last `lines` lines of a text file (at most its last 64 KiB), without the final newline; ""
+// when the file is empty or unreadable.
+std::string tail_lines(const std::string& path, size_t lines);
 
 // The default pins: name and value.
 const std::vector<std::pair<std::string, std::string>>& default_pins();
