@@ -4,7 +4,6 @@
 
 #include "reprun/audit/diff.hpp"
 #include "reprun/audit/localize.hpp"
-#include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/core/process.hpp"
 #include "reprun/record/run_dir.hpp"
@@ -89,20 +88,6 @@ ChildResult run_child(const std::string& exe, const std::vector<std::string>& ar
   spec.append = true; // a resumed run adds to the log of its first process
   ProcessResult r = run_process(spec);
   return {r.exit_code, r.signal != 0};
-}
-
-std::string last_line(const std::string& path) {
-  std::string text;
-  try {
-    text = read_file(path);
-  } catch (const Error&) {
-    return "";
-  }
-  while (!text.empty() && text.back() == '\n') {
-    text.pop_back();
-  }
-  auto nl = text.rfind('\n');
-  return nl == std::string::npos ? text : text.substr(nl + 1);
 }
 
 long value_for(const Dim* d, int run) {

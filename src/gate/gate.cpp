@@ -1,6 +1,7 @@
 // The shared gate core: see include/reprun/gate/gate.hpp.
 #include "reprun/gate/gate.hpp"
 
+#include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 
 #include <algorithm>
@@ -61,6 +62,20 @@ void compare_runs(CheckResult& res, const DiffOptions& dopt, const std::function
       first.localization && first.localization->found ? first.localization->sentence : first.diff.verdict;
   res.verdict = fmt::format("FAIL: {} of {} runs differ from run-1; run-{}: {}", differing, res.runs.size() - 1,
                             first.run, where);
+}
+
+std::string last_line(const std::string& path) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const Error&) {
+    return "";
+  }
+  while (!text.empty() && text.back() == '\n') {
+    text.pop_back();
+  }
+  auto nl = text.rfind('\n');
+  return nl == std::string::npos ? text : text.substr(nl + 1);
 }
 
 } // namespace reprun

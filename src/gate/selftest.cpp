@@ -9,6 +9,7 @@
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/core/process.hpp"
+#include "reprun/gate/gate.hpp"
 #include "reprun/meta/world.hpp"
 #include "reprun/record/run_dir.hpp"
 #include "reprun/train/config.hpp"
@@ -69,20 +70,6 @@ std::vector<std::string> with_sets(std::vector<std::string> args) {
     args.push_back(s);
   }
   return args;
-}
-
-std::string last_line(const std::string& path) {
-  std::string text;
-  try {
-    text = read_file(path);
-  } catch (const Error&) {
-    return "";
-  }
-  while (!text.empty() && text.back() == '\n') {
-    text.pop_back();
-  }
-  auto nl = text.rfind('\n');
-  return nl == std::string::npos ? text : text.substr(nl + 1);
 }
 
 // Runs reprun with `args` (output to `log`, stdout also into `out`), the fault `fault` ("" none)

@@ -44,6 +44,9 @@ struct CheckResult {
 // unless 2..64.
 int count_runs(int requested, size_t longest_vary);
 
+// The last line of a file (a child's log, for an error message); "" when it cannot be read.
+std::string last_line(const std::string& path);
+
 // Creates `work_dir` and returns the paths of its run-1..run-N, none of which may exist yet.
 std::vector<std::string> plan_run_dirs(const std::string& work_dir, int runs, const char* command);
 
