@@ -190,7 +190,8 @@ std::string loss_svg(const DiffResult& r) {
     return "<p>(not enough loss values to plot)</p>";
   }
   const double W = 860, H = 320, L = 70, R = 20, T = 20, B = 50;
-  auto [x0, x1] = x_range(r);
+  const auto x_span = x_range(r); // not a structured binding: lambdas below capture its ends
+  const double x0 = x_span.first, x1 = x_span.second;
   double lo = INFINITY, hi = -INFINITY;
   for (const auto& p : s) {
     for (double v : {p.second.first, p.second.second}) {
@@ -285,7 +286,8 @@ std::string gap_svg(const DiffResult& r) {
     return "";
   }
   const double W = 860, H = 200, L = 70, R = 20, T = 10, B = 50;
-  auto [x0, x1] = x_range(r);
+  const auto x_span = x_range(r); // not a structured binding: lambdas below capture its ends
+  const double x0 = x_span.first, x1 = x_span.second;
   const int ylo = static_cast<int>(std::floor(std::log10(lo))) - 1;
   const int yhi = std::max(ylo + 1, static_cast<int>(std::ceil(std::log10(hi))));
   std::function<double(double)> px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
