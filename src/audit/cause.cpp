@@ -113,6 +113,7 @@ public:
     config();
     seeds();
     nondeterminism();
+    framework();
     build();
     hardware();
     environment();
@@ -253,6 +254,15 @@ private:
                            threads),
           "run with --threads 1 to confirm, and report it with both runs: the built-in trainer promises equal bits "
           "for any thread count");
+    }
+  }
+
+  void framework() {
+    auto det = material(m_r, "framework");
+    if (!det.empty()) {
+      add(3, "PyTorch's determinism settings differ: " + changes(det, ""),
+          "set them the same in every run, at the start of the script (torch.use_deterministic_algorithms, "
+          "torch.backends.cudnn flags, torch.set_num_threads)" + ignore_hint(det));
     }
   }
 

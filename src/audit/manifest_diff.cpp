@@ -92,6 +92,11 @@ const std::vector<Rule>& rules() {
         {"kind", "code", 4, K::material},
         {"format", "code", 4, K::material},
         {"python", "libraries", 5, K::material},
+        // exec of a PyTorch program: reprun_capture's framework facts.
+        {"framework.determinism", "framework", 3, K::material},
+        {"framework.devices", "gpu", 6, K::material},
+        {"framework.steps_seen", "framework", 90, K::informational},
+        {"framework", "libraries", 5, K::material},
         {"gpu", "gpu", 6, K::material},
         {"host.cpu_model", "cpu", 7, K::material},
         {"host.isa", "cpu", 7, K::material},

@@ -1,6 +1,6 @@
 // `reprun exec [-o WORK_DIR] [--keep] [--runs N] [--no-pin] [--pin NAME=VALUE]... [--vary env:NAME=V1,V2]...
 //  [--artifact PATH]... [--loss-regex REGEX] [--format F] [--junit FILE] [--markdown FILE]
-//  [--html FILE] [--quiet] -- PROGRAM ARGS...`
+//  [--html FILE] [--quiet] [--no-capture] [--no-localize] -- PROGRAM ARGS...`
 #include "cli/cli.hpp"
 
 #include "reprun/core/error.hpp"
@@ -64,6 +64,11 @@ Action add_exec(CLI::App& sub) {
   sub.add_option("--artifact", f->opt.artifacts, "A file the program writes (model, predictions): compared by SHA-256");
   sub.add_option("--loss-regex", f->opt.loss_regex,
                  "Without a step log: a regular expression whose group 1 is the loss (or group 1 the step, 2 the loss)");
+  sub.add_flag("--no-capture", [f](int64_t) { f->opt.capture = false; },
+               "Python programs: do not put reprun's capture package on PYTHONPATH (no automatic step log, "
+               "framework facts or op trace)");
+  sub.add_flag("--no-localize", [f](int64_t) { f->opt.localize = false; },
+               "Do not replay differing PyTorch runs with an op trace to name the operation where they part");
   sub.add_option("--env-allow", f->opt.env_allow, "Also record environment variables matching PATTERN (glob)");
   add_report_options(sub, f->format, f->files);
   sub.add_flag("-q,--quiet", f->opt.quiet, "Do not show the program's output (it is saved in each run directory; a failed run still shows the end of its stderr)");

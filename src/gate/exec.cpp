@@ -3,6 +3,7 @@
 #include "reprun/gate/exec.hpp"
 
 #include "reprun/audit/diff.hpp"
+#include "reprun/audit/optrace.hpp"
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/core/hash.hpp"
@@ -210,7 +211,32 @@ struct ExecPlan {
   ojson interpreter;
   std::map<std::string, std::string> base_env;
   std::string command; // the program's command line, for messages
+  std::string capture_dir; // reprun's Python package, put on PYTHONPATH ("" when not capturing)
 };
+
+// What a replay adds to a run: an op trace up to `trace_steps` optimizer steps, or the inputs of
+// op `save_index` and a repro.py in `save_dir`.
+struct ReplaySpec {
+  long trace_steps = 0;
+  long save_index = -1;
+  std::string save_dir, fix_kind, threads;
+};
+
+// reprun's Python package: beside the binary in the build folder (python/), or under
+// share/reprun/python of an installation (bin/reprun). "" when neither holds it.
+std::string find_capture_package() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) {
+    return "";
+  }
+  for (const fs::path& dir : {exe.parent_path() / "python", exe.parent_path().parent_path() / "share" / "reprun" / "python"}) {
+    if (fs::is_regular_file(dir / "sitecustomize.py", ec) && fs::is_regular_file(dir / "reprun_capture" / "__init__.py", ec)) {
+      return fs::weakly_canonical(dir, ec).string();
+    }
+  }
+  return "";
+}
 
 ExecPlan plan_exec(const ExecOptions& opt, const World& world) {
   if (opt.argv.empty()) {
@@ -240,6 +266,13 @@ ExecPlan plan_exec(const ExecOptions& opt, const World& world) {
   }
   plan.interpreter = interpreter_of(world, plan.exe);
   plan.base_env = world.environment();
+  if (opt.capture && !plan.interpreter.is_null()) {
+    plan.capture_dir = find_capture_package();
+    if (plan.capture_dir.empty() && opt.on_note) {
+      opt.on_note("reprun's Python package (sitecustomize.py, reprun_capture/) is not beside this binary nor "
+                  "under share/reprun/python: no automatic step log or op trace for this program");
+    }
+  }
   for (const auto& a : opt.argv) {
     plan.command += (plan.command.empty() ? "" : " ") + a;
   }
@@ -303,7 +336,7 @@ ojson collect_artifacts(const RunDir& run, const std::vector<std::string>& files
 // The step log a run leaves: the program's own (validated), or one built from its stdout with
 // --loss-regex, or an empty one.
 struct StepLogFacts {
-  std::string source = "program"; // program | loss-regex | none
+  std::string source = "program"; // program | loss-regex | automatic | none
   std::string error;
   long records = 0;
   std::optional<double> last_loss;
@@ -312,9 +345,18 @@ struct StepLogFacts {
 StepLogFacts collect_step_log(const ExecPlan& plan, const RunDir& run) {
   StepLogFacts f;
   const std::string steps_path = run.file(RunFile::steps);
+  const std::string auto_path = run.file(RunFile::capture_steps);
   refuse_link(steps_path);
+  refuse_link(auto_path);
   std::error_code ec;
-  if (fs::exists(steps_path, ec)) {
+  const bool program_log = fs::exists(steps_path, ec);
+  if (!program_log && !plan.loss_re && fs::exists(auto_path, ec)) {
+    fs::rename(auto_path, steps_path); // the program wrote none: reprun_capture's is the step log
+    f.source = "automatic";
+  } else {
+    fs::remove(auto_path, ec); // the program's own log (or --loss-regex) wins
+  }
+  if (program_log || f.source == "automatic") {
     double last = 0;
     bool has = false;
     f.error = validate_step_log(steps_path, f.records, last, has);
@@ -367,8 +409,25 @@ ojson exec_manifest(const ExecPlan& plan, const RunDir& run, const std::vector<P
 }
 
 // Runs the program once into `dir`; failures (exit status, bad step log) go to `failures`.
+// The framework facts reprun_capture wrote (null when it wrote none); the file is removed.
+ojson take_framework_facts(const RunDir& run, std::vector<std::string>& notes) {
+  const std::string path = run.file(RunFile::framework_facts);
+  refuse_link(path);
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    return nullptr;
+  }
+  ojson j = ojson::parse(read_file(path), nullptr, false);
+  fs::remove(path, ec);
+  if (j.is_discarded() || !j.is_object()) {
+    notes.push_back(fmt::format("{}: the framework facts were malformed and are not recorded", path));
+    return nullptr;
+  }
+  return j;
+}
+
 CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vector<std::string>& failures,
-                  bool& any_step_log) {
+                  bool& any_step_log, const ReplaySpec& replay = {}) {
   CheckRun res;
   res.index = i;
   res.dir = fs::absolute(dir).string();
@@ -378,8 +437,30 @@ CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vect
   std::vector<Pin> pins = child_environment(plan, i, env, res.variation);
   env["REPRUN_RUN_DIR"] = run.path();
   env["REPRUN_STEP_LOG"] = run.file(RunFile::steps);
+  if (!plan.capture_dir.empty()) {
+    auto pp = env.find("PYTHONPATH");
+    env["PYTHONPATH"] = plan.capture_dir + (pp == env.end() || pp->second.empty() ? "" : ":" + pp->second);
+    env["REPRUN_CAPTURE"] = "1";
+    env["REPRUN_AUTO_STEP_LOG"] = run.file(RunFile::capture_steps);
+    env["REPRUN_FRAMEWORK_FILE"] = run.file(RunFile::framework_facts);
+    if (replay.trace_steps > 0) {
+      env["REPRUN_OP_TRACE"] = run.file(RunFile::op_trace);
+      env["REPRUN_OP_TRACE_STEPS"] = std::to_string(replay.trace_steps);
+    }
+    if (replay.save_index >= 0) {
+      env["REPRUN_OP_SAVE"] = std::to_string(replay.save_index);
+      env["REPRUN_OP_SAVE_DIR"] = replay.save_dir;
+      env["REPRUN_OP_FIX"] = replay.fix_kind;
+      env["REPRUN_OP_THREADS"] = replay.threads;
+    }
+  }
   if (plan.opt.on_note) {
-    plan.opt.on_note(fmt::format("run-{}: {}{}", i, plan.command, res.variation.empty() ? "" : " (" + res.variation + ")"));
+    const std::string what = replay.trace_steps > 0
+                                 ? fmt::format("replay of run-{} with an op trace up to step {}", i, replay.trace_steps)
+                             : replay.save_index >= 0 ? fmt::format("replay of run-{} to save the inputs of op {}", i,
+                                                                    replay.save_index)
+                                                      : fmt::format("run-{}", i);
+    plan.opt.on_note(fmt::format("{}: {}{}", what, plan.command, res.variation.empty() ? "" : " (" + res.variation + ")"));
   }
   const std::string created = plan.world.now_iso8601();
   ProcessSpec spec;
@@ -396,7 +477,17 @@ CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vect
   ojson artifacts = collect_artifacts(run, plan.opt.artifacts);
   uint64_t out_bytes = 0;
   std::string out_digest = sha256_file(spec.stdout_path, &out_bytes);
+  std::vector<std::string> notes;
+  ojson framework = take_framework_facts(run, notes);
+  for (const auto& n : notes) {
+    if (plan.opt.on_note) {
+      plan.opt.on_note(n);
+    }
+  }
   ojson m = exec_manifest(plan, run, pins, env, created, log.source);
+  if (!framework.is_null()) {
+    m["framework"] = framework;
+  }
   m["outputs"] = {{"exit_code", pr.exit_code}, {"stdout_sha256", out_digest}, {"stdout_bytes", out_bytes},
                   {"artifacts", artifacts}};
   run.write_manifest(m);
@@ -436,6 +527,127 @@ CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vect
     failures.push_back(log.error + " (the valid prefix is kept)");
   }
   return res;
+}
+
+// "OMP_NUM_THREADS is 1 in A and 2 in B" for the thread variables the runs set differently.
+std::string env_thread_difference(const ojson& ma, const ojson& mb) {
+  std::string out;
+  for (const char* name : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) {
+    auto get = [&](const ojson& m) -> std::string {
+      if (m.is_object() && m.contains("env") && m["env"].is_object() && m["env"].contains(name) &&
+          m["env"][name].is_string()) {
+        return m["env"][name].get<std::string>();
+      }
+      return "unset";
+    };
+    const std::string a = get(ma), b = get(mb);
+    if (a != b) {
+      out += fmt::format("{}{} is {} in A and {} in B", out.empty() ? "" : "; ", name, a, b);
+    }
+  }
+  return out;
+}
+
+std::string intra_op_threads(const ojson& framework) {
+  if (framework.is_object() && framework.contains("determinism") && framework["determinism"].is_object() &&
+      framework["determinism"].contains("intra_op_threads") &&
+      framework["determinism"]["intra_op_threads"].is_number_integer()) {
+    return std::to_string(framework["determinism"]["intra_op_threads"].get<long>());
+  }
+  return "";
+}
+
+// Operation-level localization of a pair that diverged at a step: replays run-1 and run-K with an
+// op trace up to that step (up to 3 attempts, until the traces differ), names the first op whose
+// outputs differ, and for an op with identical inputs saves them with a repro.py.
+std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult& res, const CheckPair& pair) {
+  const Divergence& dv = pair.diff.divergence;
+  const ojson& ma = pair.diff.a.manifest;
+  const ojson& mb = pair.diff.b.manifest;
+  if (plan.capture_dir.empty() || !plan.opt.localize || !dv.found || !ma.is_object() || !ma.contains("framework")) {
+    return std::nullopt; // not a PyTorch program, or no step to replay up to
+  }
+  const ojson& fa = ma["framework"];
+  const ojson fb = mb.is_object() && mb.contains("framework") ? mb["framework"] : ojson();
+  const long limit = std::max({dv.line, dv.step, 1L});
+  const CheckRun& run_a = res.runs.front();
+  auto run_b = std::find_if(res.runs.begin(), res.runs.end(), [&](const CheckRun& r) { return r.index == pair.run; });
+  Localization loc;
+  loc.step = dv.step;
+  constexpr int k_attempts = 3;
+  OpDivergence od;
+  int attempt = 1;
+  std::string trace_a;
+  for (; attempt <= k_attempts; ++attempt) {
+    const fs::path root = fs::path(plan.opt.work_dir) / fmt::format("replay-{}.{}", pair.run, attempt);
+    std::vector<std::string> failures;
+    bool any_log = false;
+    ReplaySpec spec;
+    spec.trace_steps = limit;
+    const std::string dir_a = (root / fmt::format("run-{}", run_a.index)).string();
+    const std::string dir_b = (root / fmt::format("run-{}", run_b->index)).string();
+    exec_run(plan, run_a.index, dir_a, failures, any_log, spec);
+    exec_run(plan, run_b->index, dir_b, failures, any_log, spec);
+    if (!failures.empty()) {
+      loc.note = "op-level localization: a replay failed: " + failures.front();
+      return loc;
+    }
+    trace_a = RunDir::open(dir_a).file(RunFile::op_trace);
+    const std::string trace_b = RunDir::open(dir_b).file(RunFile::op_trace);
+    std::error_code ec;
+    if (!fs::exists(trace_a, ec) || !fs::exists(trace_b, ec)) {
+      loc.note = "op-level localization: the replays wrote no op trace (torch was not imported, or the program "
+                 "replaced sys.meta_path)";
+      return loc;
+    }
+    od = compare_op_traces(trace_a, trace_b);
+    if (od.kind != OpDivergence::Kind::none) {
+      break;
+    }
+  }
+  if (od.kind == OpDivergence::Kind::none) {
+    loc.note = fmt::format("op-level localization: {} replays traced {} ops each up to step {} and found them "
+                           "identical; the difference did not recur (rare non-determinism), or it is outside "
+                           "torch's ops (Python code that computes the logged values)",
+                           k_attempts, od.ops_compared, limit);
+    return loc;
+  }
+  const OpCause cause = op_cause(od, fa, fb, env_thread_difference(ma, mb));
+  const OpRecord& r = od.a.op.empty() ? od.b : od.a;
+  loc.found = true;
+  loc.step = r.step;
+  loc.phase = r.phase;
+  loc.layer = r.module;
+  loc.tensor = short_op_name(r.op);
+  loc.entry = r.op;
+  loc.source = r.where;
+  loc.effect = dv.first_tensor; // a parameter after the update: always an effect of an op
+  loc.effect_step = dv.step;
+  loc.sentence = op_sentence(od, cause);
+  loc.note = fmt::format("op trace: {} ops identical before it (replay attempt {} of {})", od.ops_compared,
+                         std::min(attempt, k_attempts), k_attempts);
+  if (od.kind == OpDivergence::Kind::same_inputs) {
+    const fs::path root = fs::path(plan.opt.work_dir) / fmt::format("replay-{}.{}", pair.run, attempt);
+    ReplaySpec save;
+    save.save_index = od.a.index;
+    save.save_dir = (fs::path(plan.opt.work_dir) / fmt::format("repro-run-{}", pair.run)).string();
+    save.fix_kind = cause.fix_kind;
+    std::string ta = intra_op_threads(fa), tb = intra_op_threads(fb);
+    save.threads = ta.empty() ? tb : tb.empty() || tb == ta ? ta : ta + "," + tb;
+    std::vector<std::string> failures;
+    bool any_log = false;
+    exec_run(plan, run_a.index, (root / "save").string(), failures, any_log, save);
+    std::error_code ec;
+    const fs::path repro = fs::path(save.save_dir) / "repro.py";
+    if (fs::is_regular_file(repro, ec)) {
+      loc.repro = repro.string();
+      loc.note += fmt::format("; {} reruns {} on the saved inputs, with and without the fix (python3 {})",
+                              repro.string(), short_op_name(r.op), repro.string());
+    } else {
+      loc.note += "; the op's inputs could not be saved for a repro.py (see " + (root / "save").string() + ")";
+    }
+  }
+  return loc;
 }
 
 } // namespace
@@ -501,6 +713,9 @@ CheckResult run_exec(const ExecOptions& opt) {
         if (!opt.pin && !pair.diff.identical && !plan.base_env.count("PYTHONHASHSEED")) {
           pair.diff.notes.push_back("pins were off (--no-pin) and PYTHONHASHSEED is unset: Python randomizes string "
                                     "hashing per process, so set and dict order of strings differ between runs");
+        }
+        if (!pair.diff.identical) {
+          pair.localization = localize_ops(plan, res, pair);
         }
         if (!any_step_log) {
           pair.diff.notes.push_back("no step log (write REPRUN_STEP_LOG, or give --loss-regex): compared the exit "

@@ -199,7 +199,8 @@ RunLock::~RunLock() {
 const char* RunDir::name(RunFile f) {
   // In the order of enum class RunFile.
   static constexpr const char* k_names[] = {"manifest.json", "steps.jsonl", "evals.jsonl", "summary.json",
-                                            ".lock",         "stdout.txt",  "stderr.txt"};
+                                            ".lock",         "stdout.txt",  "stderr.txt",
+                                            "capture-steps.jsonl", "framework.json", "ops.jsonl"};
   return k_names[static_cast<size_t>(f)];
 }
 

@@ -196,7 +196,9 @@ ojson check_to_json(const CheckResult& r) {
                             {"loss_differs_from", l.loss_differs_from > 0 ? ojson(l.loss_differs_from) : ojson(nullptr)},
                             {"replay_from_step", l.replay_from},
                             {"sentence", l.sentence},
-                            {"note", l.note}};
+                            {"note", l.note},
+                            {"source", l.source.empty() ? ojson(nullptr) : ojson(l.source)},
+                            {"repro", l.repro.empty() ? ojson(nullptr) : ojson(l.repro)}};
     } else {
       pj["localization"] = nullptr;
     }

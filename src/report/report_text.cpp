@@ -203,7 +203,11 @@ void divergence_text(std::string& o, const Style& st, const DiffResult& r, const
                    d.line, st.bold(d.classification()));
   o += "  " + d.detail + "\n";
   const Localization origin = divergence_origin(r, loc);
-  if (origin.found) {
+  if (origin.found && !origin.source.empty()) {
+    o += fmt::format("  origin: step {}, {} at {}: the first operation whose outputs differ, in execution order; "
+                     "found by replays with an op trace\n",
+                     origin.step, origin_phrase(origin), origin.source);
+  } else if (origin.found) {
     o += fmt::format("  origin: step {}, {}: the first differing value in computation order (forward, backward from "
                      "the last layer, update){}\n",
                      origin.step, origin_phrase(origin),

@@ -27,6 +27,8 @@ struct Localization {
   long replay_from = 0; // checkpoint step the replay started from
   std::string sentence; // "step 37, origin backward, layer dense_3, weight gradient (dense_3.weight.grad): ..."
   std::string note;
+  std::string source; // exec: the source line of the origin op ("train.py:46")
+  std::string repro;  // exec: repro.py, which reruns the origin op on its saved inputs ("" when none)
 };
 
 // "dense_3.weight.grad" -> layer "dense_3", tensor "weight gradient".

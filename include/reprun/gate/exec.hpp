@@ -25,6 +25,8 @@ struct ExecOptions {
   std::string loss_regex;               // --loss-regex
   std::vector<std::string> env_allow;   // --env-allow
   bool quiet = false;                   // do not show the program's output
+  bool capture = true;                  // Python programs: reprun_capture on PYTHONPATH (--no-capture)
+  bool localize = true;                 // replay differing runs with an op trace (--no-localize)
   const World* world = nullptr;         // the outside world; nullptr = the real machine
   std::function<void(const std::string&)> on_note;
   // A run whose program failed or was killed: a header naming the run and its status, then the

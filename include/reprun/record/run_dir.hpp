@@ -27,7 +27,10 @@ class Xxh3Stream;
 inline constexpr const char* k_run_format = "reprun.run/1";
 inline constexpr int k_run_format_version = 1;
 
-enum class RunFile { manifest, steps, evals, summary, lock, stdout_log, stderr_log };
+// capture_steps and framework_facts are written by reprun_capture inside a Python program run by
+// `reprun exec` (the automatic step log and the framework facts; exec moves them into steps.jsonl
+// and the manifest); op_trace is a replay's op trace (docs/run-format.md).
+enum class RunFile { manifest, steps, evals, summary, lock, stdout_log, stderr_log, capture_steps, framework_facts, op_trace };
 
 // Integrity facts of a log: its complete records and the XXH3-64 of their bytes ("xxh3:<hex>",
 // each line with its '\n'; a partial last line is not a record). Recorded in summary.json at the

@@ -1,0 +1,62 @@
+// Operation-level localization for programs run by `reprun exec`: the op traces (ops.jsonl) that
+// reprun_capture writes in a replay list every ATen op in execution order with its phase, module,
+// source line and exact fingerprints of its inputs (taken before it ran) and outputs. Two traces
+// part at the first op whose outputs differ: when its inputs match, that op is the origin (a
+// non-deterministic kernel, a random draw); when they do not, the inputs came from outside the
+// traced ops (data, another process) or from uninitialized memory, and the report says which.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace reprun {
+
+struct OpRecord {
+  long index = -1;
+  long step = 0;
+  std::string phase, op, module, module_type, func, where, device, args;
+  std::vector<std::string> in;
+  std::vector<long> src; // per input: the op that last wrote its storage, -1 when none did
+  std::optional<std::vector<std::string>> out; // absent: not compared (uninitialized memory)
+};
+
+struct OpDivergence {
+  enum class Kind {
+    none,          // the traces agree as far as both go
+    same_inputs,   // the first op whose outputs differ had identical inputs: the origin
+    inputs_differ, // ... had inputs that already differed, not made by a traced op
+    paths_differ,  // the runs ran different ops (or one trace ended)
+  } kind = Kind::none;
+  OpRecord a, b;
+  long ops_compared = 0;
+  std::vector<size_t> differing_inputs; // positions in `in`
+  std::string input_origin;             // inputs_differ: where the differing input came from
+  std::string end_a, end_b;             // how each trace ended: steps | max_ops | exit | "" (cut short)
+};
+
+// Compares two op traces. Throws Error (exit 2) when a trace cannot be read.
+OpDivergence compare_op_traces(const std::string& path_a, const std::string& path_b);
+
+// What the origin op is known for and how to fix it. fix_kind tells repro.py what to try:
+// deterministic | threads | seed | "".
+struct OpCause {
+  std::string reason;
+  std::string fix;
+  std::string fix_kind;
+};
+
+// The cause of a same-inputs divergence. `framework_a/_b` are the manifests' framework sections
+// (for the thread counts), `env_threads` a note on differing thread variables ("" when none).
+OpCause op_cause(const OpDivergence& d, const nlohmann::ordered_json& framework_a,
+                 const nlohmann::ordered_json& framework_b, const std::string& env_threads);
+
+// "step 1, forward, GNN.forward (train.py:46): aten.index_add_ — same inputs, different outputs. ..."
+std::string op_sentence(const OpDivergence& d, const OpCause& cause);
+
+// "aten.index_add_.default" -> "aten.index_add_".
+std::string short_op_name(const std::string& op);
+
+} // namespace reprun

@@ -1,0 +1,435 @@
+"""The capture installed in a PyTorch program once it imports torch (see __init__.py)."""
+
+import atexit
+import functools
+import hashlib
+import json
+import math
+import os
+import sys
+import sysconfig
+import zlib
+
+from .fingerprint import Fingerprinter
+
+# Ops whose outputs are uninitialized memory: they differ by design and are never compared (nor are
+# the handles of the profiler.* ops).
+UNINITIALIZED_OPS = frozenset(
+    {"aten.empty.memory_format", "aten.empty.default", "aten.empty.names", "aten.empty_like.default",
+     "aten.empty_strided.default", "aten.new_empty.default", "aten.new_empty_strided.default",
+     "aten.empty_permuted.default", "aten.resize_.default", "aten._resize_output_.default"})
+
+
+def _number(v):
+    v = float(v)
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return v
+
+
+def _write_json_file(path, obj, exclusive):
+    """Writes obj to path through a temporary file; with exclusive, only when path does not exist."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1, sort_keys=False)
+        f.write("\n")
+    if exclusive:
+        try:
+            os.link(tmp, path)  # fails when another process of the program wrote it first
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+    else:
+        os.replace(tmp, path)
+
+
+class _SourceLines:
+    """The first frame in the user's own files: not torch, not this package, not the standard library."""
+
+    def __init__(self, torch):
+        skip = {os.path.dirname(os.path.abspath(torch.__file__)), os.path.dirname(os.path.abspath(__file__))}
+        for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+            p = sysconfig.get_paths().get(key)
+            if p:
+                skip.add(os.path.abspath(p))
+        self.skip = tuple(sorted(p + os.sep for p in skip))
+        self.cwd = os.getcwd() + os.sep
+        self._user = {}
+
+    def _is_user(self, filename):
+        u = self._user.get(filename)
+        if u is None:
+            if filename.startswith("<"):
+                u = False
+            else:
+                a = os.path.abspath(filename)
+                u = not a.startswith(self.skip) and "site-packages" not in a and "dist-packages" not in a
+            self._user[filename] = u
+        return u
+
+    def find(self, frame):
+        """(function, "file:line") of the innermost user frame at or above `frame`, or ("", "")."""
+        while frame is not None:
+            code = frame.f_code
+            if self._is_user(code.co_filename):
+                name = os.path.abspath(code.co_filename)
+                if name.startswith(self.cwd):
+                    name = name[len(self.cwd):]
+                return getattr(code, "co_qualname", code.co_name), f"{name}:{frame.f_lineno}"
+            frame = frame.f_back
+        return "", ""
+
+
+class Capture:
+    def __init__(self, torch, env):
+        self.torch = torch
+        self.step_log_path = env.get("REPRUN_AUTO_STEP_LOG")
+        self.facts_path = env.get("REPRUN_FRAMEWORK_FILE")
+        self.trace_path = env.get("REPRUN_OP_TRACE")
+        self.trace_steps = int(env.get("REPRUN_OP_TRACE_STEPS") or 0)
+        self.trace_max = int(env.get("REPRUN_OP_TRACE_MAX") or 2_000_000)
+        self.save_index = int(env["REPRUN_OP_SAVE"]) if env.get("REPRUN_OP_SAVE") else None
+        self.save_dir = env.get("REPRUN_OP_SAVE_DIR")
+        self.env = env
+        self.fp = Fingerprinter(torch, force_device_method=bool(env.get("REPRUN_FINGERPRINT_DEVICE_METHOD")))
+        self.step = 0
+        self.phase = "forward"
+        self.busy = False  # our own tensor work: never traced, never counted
+        self.owner = None  # None: undecided; True: this process writes the step log; False: another does
+        self.log_file = None
+        self.facts_written = False
+        self.last_loss = None
+        self.batch = None  # the tensors given to the first top-level module call of this step
+        self.module_stack = []
+        self.module_names = {}  # id(module) -> path
+        self.roots = []  # keeps named modules alive, so their ids stay theirs
+        self.param_names = {}  # id(param) -> name
+        self.scanned_gc = False
+        self.devices = set()
+        self.opt_depth = 0
+        self.backward_depth = 0
+        self.mode = None
+        self.failed = False
+
+    # ---- installation -------------------------------------------------------------------------
+    def install(self):
+        torch = self.torch
+        self._patch_backward()
+        self._patch_optimizers()
+        mm = torch.nn.modules.module
+        mm.register_module_forward_pre_hook(self._module_pre)
+        mm.register_module_forward_hook(self._module_post)
+        atexit.register(self._at_exit)
+        if self.trace_path or self.save_index is not None:
+            from .trace import OpTracer
+
+            self.mode = OpTracer(self)
+            self.mode.start()
+
+    def _fail(self, what, e):
+        if not self.failed:
+            self.failed = True
+            print(f"reprun: capture stopped ({what}): {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+
+    def _patch_backward(self):
+        torch = self.torch
+        cap = self
+        tensor_backward = torch.Tensor.backward
+        autograd_backward = torch.autograd.backward
+
+        def note_loss(t):
+            if isinstance(t, torch.Tensor) and t.numel() == 1:
+                cap.busy, busy = True, cap.busy
+                try:
+                    cap.last_loss = t.detach()
+                finally:
+                    cap.busy = busy
+
+        @functools.wraps(tensor_backward)
+        def backward(self, *args, **kwargs):
+            outer = cap.backward_depth == 0
+            if outer:
+                note_loss(self)
+            cap.backward_depth += 1
+            saved, cap.phase = cap.phase, "backward"
+            try:
+                return tensor_backward(self, *args, **kwargs)
+            finally:
+                cap.backward_depth -= 1
+                cap.phase = saved
+
+        @functools.wraps(autograd_backward)
+        def autograd_backward_wrapper(tensors, *args, **kwargs):
+            outer = cap.backward_depth == 0
+            if outer:
+                note_loss(tensors[0] if isinstance(tensors, (list, tuple)) and len(tensors) == 1 else tensors)
+            cap.backward_depth += 1
+            saved, cap.phase = cap.phase, "backward"
+            try:
+                return autograd_backward(tensors, *args, **kwargs)
+            finally:
+                cap.backward_depth -= 1
+                cap.phase = saved
+
+        torch.Tensor.backward = backward
+        torch.autograd.backward = autograd_backward_wrapper
+
+    def _patch_optimizers(self):
+        Optimizer = self.torch.optim.Optimizer
+        cap = self
+
+        def wrap(cls):
+            step = cls.__dict__.get("step")
+            if step is None or getattr(step, "_reprun_wrapped", False):
+                return
+
+            @functools.wraps(step)
+            def wrapped_step(opt, *args, **kwargs):
+                cap.opt_depth += 1
+                saved, cap.phase = cap.phase, "optimizer"
+                try:
+                    result = step(opt, *args, **kwargs)
+                finally:
+                    cap.opt_depth -= 1
+                    cap.phase = saved
+                if cap.opt_depth == 0:
+                    cap._after_step(opt)
+                return result
+
+            wrapped_step._reprun_wrapped = True
+            cls.step = wrapped_step
+
+        def all_subclasses(c):
+            for s in c.__subclasses__():
+                yield s
+                yield from all_subclasses(s)
+
+        for cls in list(all_subclasses(Optimizer)):
+            wrap(cls)
+        previous = Optimizer.__dict__.get("__init_subclass__")
+
+        @classmethod
+        def init_subclass(cls, **kwargs):
+            if previous is not None:
+                previous.__func__(cls, **kwargs)
+            else:
+                super(Optimizer, cls).__init_subclass__(**kwargs)
+            wrap(cls)
+
+        Optimizer.__init_subclass__ = init_subclass
+
+    # ---- module paths -------------------------------------------------------------------------
+    def _module_pre(self, module, inputs):
+        if not self.module_stack:
+            if id(module) not in self.module_names:
+                self._name_root(module)
+            if self.batch is None:
+                self.batch = _tensors_in(self.torch, inputs)
+        self.module_stack.append(module)
+
+    def _module_post(self, module, inputs, output):
+        # Pop down to this module (a module whose forward raised left its entry behind).
+        while self.module_stack:
+            if self.module_stack.pop() is module:
+                break
+
+    def _name_root(self, root):
+        self.roots.append(root)
+        root_name = type(root).__name__
+        for name, m in root.named_modules():
+            self.module_names.setdefault(id(m), name or root_name)
+        for name, p in root.named_parameters():
+            self.param_names.setdefault(id(p), name)
+
+    def current_module(self):
+        """(path, class name) of the innermost module being called, or ("", "")."""
+        if not self.module_stack:
+            return "", ""
+        m = self.module_stack[-1]
+        return self.module_names.get(id(m), ""), type(m).__name__
+
+    def _names_for(self, params):
+        if not self.scanned_gc and any(id(p) not in self.param_names for p in params):
+            # Models that were never called as modules (functional use): name them from the heap, once.
+            self.scanned_gc = True
+            import gc
+
+            mods = [o for o in gc.get_objects() if isinstance(o, self.torch.nn.Module)]
+            children = {id(c) for m in mods for c in m.children()}
+            roots = sorted((m for m in mods if id(m) not in children),
+                           key=lambda m: -sum(1 for _ in m.parameters()))
+            for r in roots:
+                if id(r) not in self.module_names:
+                    self._name_root(r)
+        return [self.param_names.get(id(p)) for p in params]
+
+    # ---- the automatic step log ---------------------------------------------------------------
+    def _claim(self):
+        """The first process of the program to finish an optimizer step writes the step log."""
+        if self.owner is None:
+            self.owner = False
+            if self.step_log_path:
+                try:
+                    fd = os.open(self.step_log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                    self.log_file = os.fdopen(fd, "w", encoding="utf-8")
+                    self.owner = True
+                except FileExistsError:
+                    pass
+        return self.owner
+
+    def _after_step(self, opt):
+        if self.failed:
+            return
+        self.step += 1
+        self.busy = True
+        try:
+            if self._claim():
+                self._log_step(opt)
+            if not self.facts_written and self.owner:
+                self.write_facts()
+        except Exception as e:
+            self._fail(f"step {self.step}", e)
+        finally:
+            self.busy = False
+            self.batch = None
+            self.last_loss = None
+        if self.mode is not None:
+            self.mode.after_step(self.step)
+
+    def _log_step(self, opt):
+        torch = self.torch
+        params, group_pos = [], []
+        for g, group in enumerate(opt.param_groups):
+            for i, p in enumerate(group["params"]):
+                if isinstance(p, torch.Tensor):
+                    params.append(p)
+                    group_pos.append((g, i))
+        names = self._names_for(params)
+        batch = self.batch or []
+        fps = self.fp.many(params + batch)
+        rec = {"step": self.step}
+        if self.last_loss is not None:
+            rec["loss"] = _number(self.last_loss.item())
+        if batch:
+            rec["batch"] = hashlib.sha256(",".join(fps[len(params):]).encode()).hexdigest()[:16]
+        tensors = {}
+        for (g, i), name, fp, p in zip(group_pos, names, fps, params):
+            tensors[name or f"param_groups.{g}.{i}"] = {"checksum": fp}
+            self.devices.add(str(p.device))
+        if tensors:
+            rec["tensors"] = tensors
+        self.log_file.write(json.dumps(rec, separators=(",", ":")) + "\n")
+        self.log_file.flush()
+
+    # ---- framework facts ----------------------------------------------------------------------
+    def facts(self):
+        torch = self.torch
+
+        def attr(get, default=None):
+            try:
+                return get()
+            except Exception:
+                return default
+
+        det = {
+            "use_deterministic_algorithms": attr(torch.are_deterministic_algorithms_enabled),
+            "warn_only": attr(torch.is_deterministic_algorithms_warn_only_enabled),
+            "cudnn_deterministic": attr(lambda: bool(torch.backends.cudnn.deterministic)),
+            "cudnn_benchmark": attr(lambda: bool(torch.backends.cudnn.benchmark)),
+            "cuda_matmul_allow_tf32": attr(lambda: bool(torch.backends.cuda.matmul.allow_tf32)),
+            "cudnn_allow_tf32": attr(lambda: bool(torch.backends.cudnn.allow_tf32)),
+            "float32_matmul_precision": attr(torch.get_float32_matmul_precision),
+            "intra_op_threads": attr(torch.get_num_threads),
+            "inter_op_threads": attr(torch.get_num_interop_threads),
+            "fill_uninitialized_memory": attr(_fill_uninitialized(torch)),
+        }
+        devices = {}
+        for d in sorted(self.devices):
+            devices[d] = attr(lambda d=d: torch.cuda.get_device_name(d), None) if d.startswith("cuda") else None
+        dists, digest = _distributions()
+        numpy_version = None
+        try:
+            import importlib.metadata as md
+
+            numpy_version = md.version("numpy")
+        except Exception:
+            pass
+        return {
+            "name": "pytorch",
+            "python": sys.version.split()[0],
+            "torch": torch.__version__,
+            "torch_cuda": attr(lambda: torch.version.cuda),
+            "cudnn": attr(lambda: torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None),
+            "numpy": numpy_version,
+            "determinism": det,
+            "devices": devices,
+            "steps_seen": self.step,
+            "distributions": {"count": len(dists), "sha256": digest, "packages": dists},
+        }
+
+    def write_facts(self):
+        self.facts_written = True
+        if self.facts_path:
+            _write_json_file(self.facts_path, self.facts(), exclusive=True)
+
+    def _at_exit(self):
+        try:
+            if self.log_file is not None:
+                self.log_file.close()
+            if not self.facts_written and self.owner is not False:
+                self.busy = True
+                self.write_facts()
+        except Exception as e:
+            self._fail("exit", e)
+
+
+def _fill_uninitialized(torch):
+    def get():
+        try:
+            import torch.utils.deterministic as d  # torch >= 2.1
+        except ImportError:
+            return None
+        return bool(d.fill_uninitialized_memory)
+
+    return get
+
+
+def _distributions():
+    """{name: version} of the installed distributions (sorted), and a digest of that list."""
+    import importlib.metadata as md
+
+    out = {}
+    for d in md.distributions():
+        try:
+            name = d.metadata["Name"]
+        except Exception:
+            name = None
+        if name and name not in out:
+            out[name] = d.version
+    out = dict(sorted(out.items(), key=lambda kv: kv[0].lower()))
+    text = "".join(f"{k}=={v}\n" for k, v in out.items())
+    return out, hashlib.sha256(text.encode()).hexdigest()
+
+
+def _tensors_in(torch, obj):
+    out = []
+
+    def walk(o, depth):
+        if isinstance(o, torch.Tensor):
+            out.append(o)
+        elif depth < 4 and isinstance(o, (list, tuple)):
+            for x in o:
+                walk(x, depth + 1)
+        elif depth < 4 and isinstance(o, dict):
+            for x in o.values():
+                walk(x, depth + 1)
+
+    walk(obj, 0)
+    return out
+
+
+def crc_text(text):
+    return "%08x" % zlib.crc32(text.encode())

@@ -1,0 +1,120 @@
+"""Exact, order-sensitive fingerprints of tensors, computed where the tensor lives.
+
+A CPU tensor is fingerprinted by CRC-32 of its bytes in logical (row-major) order, read in place
+through numpy (no copy for a contiguous tensor). A tensor on an accelerator is fingerprinted on the
+device: each element's bits are mixed with its position by a bijective integer mixer and the mixed
+values are summed in int64 (wrapping); only the 8-byte sums cross to the host, one transfer for
+all the tensors of a call. Never an xor-sum: swapping two elements changes the fingerprint.
+
+Either way the dtype and the shape are part of the fingerprint, so equal fingerprints mean equal
+dtype, shape and bits (up to a 2**-32 chance for the CRC). The two methods give different strings
+for the same values, so compare fingerprints taken on the same kind of device.
+"""
+
+import zlib
+
+_K1 = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
+_K2 = 0x2545F4914F6CDD1D
+_K3 = -4658895280553007687  # 0xBF58476D1CE4E5B9 as int64
+_K4 = -7723592293110705685  # 0x94D049BB133111EB as int64
+
+_INT_VIEW = {}  # float dtype -> int dtype of the same size, filled on first use
+
+
+def _int_view_dtype(torch, dtype):
+    if not _INT_VIEW:
+        _INT_VIEW.update({torch.float64: torch.int64, torch.float32: torch.int32, torch.float16: torch.int16,
+                          torch.bfloat16: torch.int16})
+        for name, int_name in (("float8_e4m3fn", "uint8"), ("float8_e5m2", "uint8")):
+            if hasattr(torch, name):
+                _INT_VIEW[getattr(torch, name)] = getattr(torch, int_name)
+    return _INT_VIEW.get(dtype)
+
+
+def _header(t):
+    return f"{str(t.dtype).replace('torch.', '')}{list(t.shape)}".encode()
+
+
+def _plain(torch, t):
+    """A detached, contiguous, real-valued view of t's values (complex as pairs), or None."""
+    if t.is_sparse or getattr(t, "is_quantized", False) or t.device.type == "meta":
+        return None
+    t = t.detach()
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    return t.contiguous()
+
+
+def _crc(torch, t):
+    """CRC-32 of a contiguous CPU tensor's bytes (dtypes numpy lacks are read as integers)."""
+    view = _int_view_dtype(torch, t.dtype)
+    if t.dtype == torch.bfloat16 or (view is not None and t.dtype not in (torch.float64, torch.float32, torch.float16)):
+        t = t.view(view)
+    return zlib.crc32(t.numpy().reshape(-1).view("u1")) if t.numel() else 0
+
+
+class Fingerprinter:
+    """Fingerprints lists of tensors; keeps position vectors for the device method between calls."""
+
+    def __init__(self, torch, force_device_method=False):
+        self.torch = torch
+        self.force_device_method = force_device_method  # tests: the device method on CPU tensors
+        self._positions = {}  # (numel, device) -> int64 positions, already multiplied by _K2
+
+    def _positions_for(self, n, device):
+        key = (n, str(device))
+        p = self._positions.get(key)
+        if p is None:
+            if len(self._positions) > 256:
+                self._positions.clear()
+            p = self.torch.arange(n, dtype=self.torch.int64, device=device) * _K2 + _K1
+            self._positions[key] = p
+        return p
+
+    def _device_sum(self, t):
+        """int64 0-dim tensor on t's device: sum over i of mix(bits_i * K1 + position term)."""
+        torch = self.torch
+        flat = t.reshape(-1)
+        view = _int_view_dtype(torch, flat.dtype)
+        if view is not None:
+            flat = flat.view(view)
+        if flat.dtype == torch.bool:
+            flat = flat.to(torch.uint8)
+        v = flat.to(torch.int64) * _K1 + self._positions_for(flat.numel(), flat.device)
+        v = v ^ (v >> 31)
+        v = v * _K3
+        v = v ^ (v >> 29)
+        v = v * _K4
+        v = v ^ (v >> 32)
+        return v.sum()
+
+    def many(self, tensors):
+        """Fingerprint strings of `tensors` (torch.Tensor each), in order; "-" for what cannot be read."""
+        torch = self.torch
+        out = [None] * len(tensors)
+        pending, where = [], []
+        with torch.no_grad():
+            for i, t in enumerate(tensors):
+                plain = _plain(torch, t)
+                if plain is None:
+                    out[i] = "-"
+                elif plain.device.type == "cpu" and not self.force_device_method:
+                    out[i] = "c%08x" % zlib.crc32(_header(t), _crc(torch, plain))
+                elif plain.numel() == 0:
+                    out[i] = "d%08x" % zlib.crc32(_header(t))
+                else:
+                    pending.append(self._device_sum(plain))
+                    where.append(i)
+            if pending:
+                # One transfer for all device sums (per device).
+                by_device = {}
+                for k, s in zip(where, pending):
+                    by_device.setdefault(str(s.device), []).append((k, s))
+                for items in by_device.values():
+                    sums = torch.stack([s for _, s in items]).tolist()
+                    for (k, _), s in zip(items, sums):
+                        out[k] = "d%08x%016x" % (zlib.crc32(_header(tensors[k])), s & 0xFFFFFFFFFFFFFFFF)
+        return out
+
+    def one(self, t):
+        return self.many([t])[0]

@@ -1,0 +1,162 @@
+"""The op trace of a replay: every ATen op in execution order, with where it ran and fingerprints.
+
+One JSON line per op (docs/run-format.md, "ops.jsonl"):
+  {"i": 17, "step": 1, "phase": "forward", "op": "aten.addmm.default", "module": "net.0",
+   "mtype": "Linear", "func": "MLP.forward", "where": "train.py:46", "device": "cpu",
+   "in": [fingerprints of the tensor inputs, fingerprinted before the op ran], "src": [for each
+   input, the index of the op that last wrote its storage, or -1], "args": crc of the other
+   arguments, "out": [fingerprints of the tensor outputs] or null for uninitialized memory}
+and a last line {"end": "steps" | "max_ops" | "exit", "ops": N, "steps": S}.
+"""
+
+import json
+import os
+import sys
+
+from .capture import UNINITIALIZED_OPS, _SourceLines, crc_text
+
+_PLAIN = (int, float, bool, str, bytes, type(None), slice, complex)
+
+
+def _plain_repr(torch, x):
+    """The argument as text when its value is what matters; the type name for other objects (whose
+    default repr carries an address that differs between processes)."""
+    if isinstance(x, _PLAIN) or isinstance(x, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
+        return repr(x)
+    return type(x).__name__
+
+
+class OpTracer:
+    def __init__(self, cap):
+        self.cap = cap
+        self.torch = cap.torch
+        self.n = 0
+        self.lines = _SourceLines(cap.torch)
+        self.writer = {}  # storage address -> index of the op that last wrote it
+        self.out = open(cap.trace_path, "w", encoding="utf-8") if cap.trace_path else None
+        self.ended = False
+
+    def start(self):
+        import atexit
+
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        tracer = self
+
+        class _ReprunOpTrace(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                return tracer.dispatch(func, args, kwargs or {})
+
+        self.mode = _ReprunOpTrace()
+        self.mode.__enter__()
+        atexit.register(lambda: self.end("exit", exit_process=False))
+
+    def _storage(self, t):
+        try:
+            return t.untyped_storage().data_ptr()
+        except AttributeError:
+            try:
+                return t.storage().data_ptr()
+            except Exception:
+                return None
+        except Exception:
+            return None
+
+    def _tensors(self, obj):
+        from torch.utils._pytree import tree_flatten
+
+        leaves, _ = tree_flatten(obj)
+        return leaves, [x for x in leaves if isinstance(x, self.torch.Tensor)]
+
+    def dispatch(self, func, args, kwargs):
+        cap = self.cap
+        if cap.busy or self.ended:
+            return func(*args, **kwargs)
+        i = self.n
+        self.n += 1
+        name = str(func)
+        if cap.save_index is not None:
+            if i == cap.save_index:
+                self.save(func, name, args, kwargs, sys._getframe(1))
+            return func(*args, **kwargs)
+        if i >= cap.trace_max:
+            self.end("max_ops")
+        cap.busy = True
+        try:
+            leaves, tin = self._tensors((args, kwargs))
+            fin = cap.fp.many(tin)
+            src = [self.writer.get(self._storage(t), -1) for t in tin]
+            other = "|".join(_plain_repr(self.torch, x) for x in leaves if not isinstance(x, self.torch.Tensor))
+        finally:
+            cap.busy = False
+        out = func(*args, **kwargs)
+        cap.busy = True
+        try:
+            _, tout = self._tensors(out)
+            fout = None if name in UNINITIALIZED_OPS or name.startswith("profiler.") else cap.fp.many(tout)
+            for t in tout:
+                self.writer[self._storage(t)] = i
+            schema = getattr(func, "_schema", None)
+            if schema is not None:
+                for pos, a in enumerate(schema.arguments):
+                    if a.alias_info is None or not a.alias_info.is_write:
+                        continue
+                    value = args[pos] if pos < len(args) else kwargs.get(a.name)
+                    for t in self._tensors(value)[1]:
+                        self.writer[self._storage(t)] = i
+            device = str((tin or tout)[0].device) if (tin or tout) else ""
+            fn, where = self.lines.find(sys._getframe(1))
+            module, module_type = cap.current_module()
+            rec = {"i": i, "step": cap.step + 1, "phase": cap.phase, "op": name, "module": module, "mtype": module_type,
+                   "func": fn, "where": where, "device": device, "in": fin, "src": src, "args": crc_text(other),
+                   "out": fout}
+            self.out.write(json.dumps(rec, separators=(",", ":")) + "\n")
+        finally:
+            cap.busy = False
+        return out
+
+    def after_step(self, step):
+        if self.out is not None and self.cap.trace_steps and step >= self.cap.trace_steps:
+            self.end("steps")
+
+    def end(self, reason, exit_process=True):
+        if self.ended:
+            return
+        self.ended = True
+        if self.out is not None:
+            self.out.write(json.dumps({"end": reason, "ops": self.n, "steps": self.cap.step}) + "\n")
+            self.out.close()
+        if exit_process:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+
+    def save(self, func, name, args, kwargs, frame):
+        """Saves the inputs of op `name` and writes repro.py beside them; ends the process."""
+        torch = self.torch
+        from torch.utils._pytree import tree_map
+
+        from .repro import write_repro
+
+        self.cap.busy = True
+        rc = 0
+        try:
+            def copy(x):
+                return x.detach().clone() if isinstance(x, torch.Tensor) else x
+
+            saved_args, saved_kwargs = tree_map(copy, args), tree_map(copy, kwargs)
+            _, tin = self._tensors((args, kwargs))
+            fn, where = self.lines.find(frame)
+            os.makedirs(self.cap.save_dir, exist_ok=True)
+            torch.save({"op": name, "args": saved_args, "kwargs": saved_kwargs},
+                       os.path.join(self.cap.save_dir, "op-inputs.pt"))
+            write_repro(os.path.join(self.cap.save_dir, "repro.py"), op=name, where=where, func=fn,
+                        device=str(tin[0].device) if tin else "cpu", fix=self.cap.env.get("REPRUN_OP_FIX", ""),
+                        threads=self.cap.env.get("REPRUN_OP_THREADS", ""))
+        except Exception as e:
+            rc = 3
+            print(f"reprun: could not save the inputs of op {self.cap.save_index} ({name}): {type(e).__name__}: {e}",
+                  file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)

@@ -1,0 +1,348 @@
+// compare_op_traces and the table of operations known to be non-deterministic.
+#include "reprun/audit/optrace.hpp"
+
+#include "reprun/core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <string_view>
+#include <unordered_map>
+
+namespace reprun {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+// Reads a trace one record at a time; remembers, for every op, what the report may need later
+// when an input turns out to come from it.
+class TraceReader {
+public:
+  explicit TraceReader(const std::string& path) : m_path(path), m_in(path, std::ios::binary) {
+    if (!m_in) {
+      throw Error(path, "cannot read the op trace");
+    }
+  }
+
+  // The next op, or nullopt at the end (then `end()` says how the trace ended).
+  std::optional<OpRecord> next() {
+    std::string line;
+    while (std::getline(m_in, line)) {
+      ++m_line;
+      const bool terminated = !m_in.eof();
+      ojson j = ojson::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        if (!terminated) {
+          return std::nullopt; // cut short while writing: the trace ends here
+        }
+        throw Error(fmt::format("{}:{}", m_path, m_line), "malformed op trace record");
+      }
+      if (j.contains("end")) {
+        m_end = j["end"].is_string() ? j["end"].get<std::string>() : "?";
+        return std::nullopt;
+      }
+      try {
+        OpRecord r;
+        r.index = j.at("i").get<long>();
+        r.step = j.value("step", 0L);
+        r.phase = j.value("phase", "");
+        r.op = j.at("op").get<std::string>();
+        r.module = j.value("module", "");
+        r.module_type = j.value("mtype", "");
+        r.func = j.value("func", "");
+        r.where = j.value("where", "");
+        r.device = j.value("device", "");
+        r.args = j.value("args", "");
+        r.in = j.at("in").get<std::vector<std::string>>();
+        if (j.contains("src") && j["src"].is_array()) {
+          r.src = j["src"].get<std::vector<long>>();
+        }
+        if (j.contains("out") && j["out"].is_array()) {
+          r.out = j["out"].get<std::vector<std::string>>();
+        }
+        remember(r);
+        return r;
+      } catch (const nlohmann::json::exception& e) {
+        throw Error(fmt::format("{}:{}", m_path, m_line), std::string("malformed op trace record: ") + e.what());
+      }
+    }
+    return std::nullopt;
+  }
+
+  const std::string& end() const { return m_end; }
+
+  // "op 12, aten.empty at train.py:30" for an earlier op of this trace.
+  std::string describe(long index, bool* compared = nullptr) const {
+    if (index < 0 || static_cast<size_t>(index) >= m_ops.size()) {
+      return fmt::format("op {}", index);
+    }
+    const Seen& s = m_ops[static_cast<size_t>(index)];
+    if (compared) {
+      *compared = s.compared;
+    }
+    const std::string& where = m_strings[s.where];
+    return fmt::format("op {}, {}{}", index, short_op_name(m_strings[s.op]), where.empty() ? "" : " at " + where);
+  }
+
+private:
+  struct Seen {
+    uint32_t op = 0, where = 0;
+    bool compared = true;
+  };
+
+  uint32_t intern(const std::string& s) {
+    auto [it, added] = m_ids.try_emplace(s, static_cast<uint32_t>(m_strings.size()));
+    if (added) {
+      m_strings.push_back(s);
+    }
+    return it->second;
+  }
+
+  void remember(const OpRecord& r) {
+    if (r.index < 0) {
+      return;
+    }
+    if (m_ops.size() <= static_cast<size_t>(r.index)) {
+      m_ops.resize(static_cast<size_t>(r.index) + 1);
+    }
+    m_ops[static_cast<size_t>(r.index)] = Seen{intern(r.op), intern(r.where), r.out.has_value()};
+  }
+
+  std::string m_path;
+  std::ifstream m_in;
+  long m_line = 0;
+  std::string m_end;
+  std::vector<Seen> m_ops;
+  std::vector<std::string> m_strings;
+  std::unordered_map<std::string, uint32_t> m_ids;
+};
+
+bool contains_any(std::string_view name, std::initializer_list<std::string_view> parts) {
+  return std::any_of(parts.begin(), parts.end(), [&](std::string_view p) { return name.find(p) != std::string_view::npos; });
+}
+
+// "index_add_" from "aten.index_add_.default".
+std::string base_name(const std::string& op) {
+  std::string s = short_op_name(op);
+  auto dot = s.find('.');
+  return dot == std::string::npos ? s : s.substr(dot + 1);
+}
+
+bool is_random_op(const std::string& b) {
+  static const std::array<std::string_view, 17> k_prefixes = {
+      "rand",        "normal",     "uniform",  "bernoulli",      "multinomial", "exponential",
+      "geometric",   "cauchy",     "log_normal", "native_dropout", "dropout",     "fused_dropout",
+      "_fused_dropout", "rrelu_with_noise", "poisson", "_standard_gamma", "binomial"};
+  return std::any_of(k_prefixes.begin(), k_prefixes.end(), [&](std::string_view p) { return b.rfind(p, 0) == 0; });
+}
+
+// Ops whose CUDA kernels add floats with atomics (or let duplicate indices race), per PyTorch's
+// torch.use_deterministic_algorithms documentation.
+bool is_cuda_atomic_op(const std::string& b) {
+  return contains_any(b, {"index_add", "scatter_add", "scatter_reduce", "index_put", "put_", "index_copy",
+                          "embedding_dense_backward", "embedding_bag", "upsample", "adaptive_avg_pool",
+                          "adaptive_max_pool", "avg_pool3d_backward", "max_pool3d_with_indices_backward",
+                          "max_unpool", "grid_sampler", "reflection_pad", "replication_pad", "ctc_loss",
+                          "nll_loss2d", "histc", "bincount", "kthvalue", "median", "cumsum", "cumprod",
+                          "index_reduce", "_efficient_attention_backward", "scaled_dot_product"}) ||
+         b == "scatter" || b == "scatter_";
+}
+
+bool is_gemm_op(const std::string& b) {
+  return contains_any(b, {"mm", "matmul", "linear", "addmv", "mv", "dot", "baddbmm", "addbmm"});
+}
+
+bool is_conv_op(const std::string& b) { return contains_any(b, {"convolution", "conv"}); }
+
+// Ops whose CPU kernels split their reduction across intra-op threads.
+bool is_cpu_threaded_reduction(const std::string& b) {
+  return is_gemm_op(b) || is_conv_op(b) ||
+         contains_any(b, {"sum", "mean", "norm", "var", "std", "prod", "softmax", "logsumexp", "batch_norm",
+                          "layer_norm", "group_norm", "embedding_bag", "cumsum", "nll_loss", "cross_entropy",
+                          "_foreach"});
+}
+
+std::string thread_counts(const ojson& fa, const ojson& fb) {
+  auto get = [](const ojson& f) -> std::string {
+    if (f.is_object() && f.contains("determinism") && f["determinism"].is_object()) {
+      const ojson& d = f["determinism"];
+      if (d.contains("intra_op_threads") && d["intra_op_threads"].is_number_integer()) {
+        return std::to_string(d["intra_op_threads"].get<long>());
+      }
+    }
+    return "";
+  };
+  const std::string a = get(fa), b = get(fb);
+  if (a.empty() || b.empty() || a == b) {
+    return "";
+  }
+  return fmt::format("torch's intra-op threads are {} in A and {} in B", a, b);
+}
+
+} // namespace
+
+std::string short_op_name(const std::string& op) {
+  // namespace.name.overload -> namespace.name
+  auto last = op.rfind('.');
+  auto first = op.find('.');
+  return last != std::string::npos && last != first ? op.substr(0, last) : op;
+}
+
+OpDivergence compare_op_traces(const std::string& path_a, const std::string& path_b) {
+  TraceReader ta(path_a), tb(path_b);
+  OpDivergence d;
+  for (;;) {
+    std::optional<OpRecord> ra = ta.next(), rb = tb.next();
+    if (!ra || !rb) {
+      d.end_a = ta.end();
+      d.end_b = tb.end();
+      if (ra || rb) {
+        d.kind = OpDivergence::Kind::paths_differ;
+        d.a = ra ? *ra : OpRecord{};
+        d.b = rb ? *rb : OpRecord{};
+      }
+      return d;
+    }
+    if (ra->op != rb->op) {
+      d.kind = OpDivergence::Kind::paths_differ;
+      d.a = std::move(*ra);
+      d.b = std::move(*rb);
+      return d;
+    }
+    if (ra->out && rb->out && *ra->out != *rb->out) {
+      d.a = std::move(*ra);
+      d.b = std::move(*rb);
+      for (size_t k = 0; k < d.a.in.size(); ++k) {
+        if (k >= d.b.in.size() || d.a.in[k] != d.b.in[k]) {
+          d.differing_inputs.push_back(k);
+        }
+      }
+      if (d.differing_inputs.empty() && d.a.in.size() == d.b.in.size() && d.a.args == d.b.args) {
+        d.kind = OpDivergence::Kind::same_inputs;
+        return d;
+      }
+      d.kind = OpDivergence::Kind::inputs_differ;
+      if (d.differing_inputs.empty()) {
+        d.input_origin = "its non-tensor arguments differ (numbers computed from data that differs)";
+        return d;
+      }
+      const size_t k = d.differing_inputs.front();
+      const long src = k < d.a.src.size() ? d.a.src[k] : -1;
+      bool compared = true;
+      if (src < 0) {
+        d.input_origin = fmt::format("input {} was not made by a traced op: it comes from Python or numpy "
+                                     "(torch.tensor or torch.from_numpy of data that differs), a DataLoader "
+                                     "worker, a file or another process",
+                                     k);
+      } else {
+        std::string from = ta.describe(src, &compared);
+        d.input_origin = compared ? fmt::format("input {} was written identically in both runs by {}, then "
+                                                "changed outside the traced ops (numpy on shared memory, "
+                                                "another thread or process)",
+                                                k, from)
+                                  : fmt::format("input {} is uninitialized memory from {} (its contents differ "
+                                                "by design: fill it before use)",
+                                                k, from);
+      }
+      return d;
+    }
+    ++d.ops_compared;
+  }
+}
+
+OpCause op_cause(const OpDivergence& d, const ojson& framework_a, const ojson& framework_b,
+                 const std::string& env_threads) {
+  OpCause c;
+  if (d.kind == OpDivergence::Kind::inputs_differ) {
+    c.reason = "the inputs of this op already differ, and no earlier op made the difference: " + d.input_origin;
+    c.fix = "make the data the same in every run: seed the data order and augmentation (a torch.Generator "
+            "seeded from a fixed seed, worker_init_fn for DataLoader workers), and do not iterate over sets "
+            "of strings (their order follows PYTHONHASHSEED)";
+    return c;
+  }
+  if (d.kind == OpDivergence::Kind::paths_differ) {
+    c.reason = "the runs executed different operations from here: control flow depends on something that "
+               "differs (data, a random draw, the environment, timing)";
+    c.fix = "find what the branch before this op reads, and make it the same in every run";
+    return c;
+  }
+  const std::string b = base_name(d.a.op);
+  const bool cuda = d.a.device.rfind("cuda", 0) == 0;
+  std::string threads = thread_counts(framework_a, framework_b);
+  if (!env_threads.empty()) {
+    threads = threads.empty() ? env_threads : threads + " (" + env_threads + ")";
+  }
+  if (is_random_op(b)) {
+    c.reason = "a random draw: the generator's state differs between the runs (a seed that is not fixed: "
+               "torch.seed(), no torch.manual_seed, a generator seeded from the clock or os.urandom)";
+    c.fix = "torch.manual_seed(SEED) with a fixed SEED before the first draw, and a seeded torch.Generator for "
+            "data order and augmentation";
+    c.fix_kind = "seed";
+  } else if (cuda && is_conv_op(b)) {
+    c.reason = "non-deterministic on CUDA: cuDNN chooses its convolution algorithm per run (benchmark) and "
+               "some algorithms add with atomics";
+    c.fix = "torch.backends.cudnn.deterministic = True; torch.backends.cudnn.benchmark = False (or "
+            "torch.use_deterministic_algorithms(True))";
+    c.fix_kind = "deterministic";
+  } else if (cuda && is_cuda_atomic_op(b)) {
+    c.reason = "non-deterministic on CUDA (float atomics: the order of the additions changes from run to run)";
+    c.fix = "torch.use_deterministic_algorithms(True)";
+    c.fix_kind = "deterministic";
+  } else if (cuda && is_gemm_op(b)) {
+    c.reason = "cuBLAS may split the reduction differently (workspace, split-K, TF32)";
+    c.fix = "torch.use_deterministic_algorithms(True) with CUBLAS_WORKSPACE_CONFIG=:4096:8, and "
+            "torch.backends.cuda.matmul.allow_tf32 = False";
+    c.fix_kind = "deterministic";
+  } else if (!cuda && is_cpu_threaded_reduction(b) && !threads.empty()) {
+    c.reason = "on the CPU its result depends on the number of threads that split the reduction, and " + threads;
+    c.fix = "the same thread count in every run: torch.set_num_threads(N) at the start (or OMP_NUM_THREADS=N "
+            "for every run)";
+    c.fix_kind = "threads";
+  } else {
+    c.reason = fmt::format("not a documented non-deterministic op{}", cuda ? " on CUDA" : " on the CPU");
+    c.fix = "torch.use_deterministic_algorithms(True) (PyTorch then uses deterministic kernels or raises on "
+            "ops that have none)";
+  }
+  return c;
+}
+
+std::string op_sentence(const OpDivergence& d, const OpCause& cause) {
+  const OpRecord& r = d.a.op.empty() ? d.b : d.a;
+  std::string place;
+  if (!r.func.empty() && r.func != "<module>") {
+    place = r.func + (r.where.empty() ? "" : " (" + r.where + ")");
+  } else {
+    place = r.where.empty() ? "(no source line in your files)" : r.where;
+  }
+  std::string module = r.module.empty() ? "" : fmt::format(", module {}{}", r.module,
+                                                           r.module_type.empty() ? "" : " (" + r.module_type + ")");
+  std::string what;
+  switch (d.kind) {
+  case OpDivergence::Kind::same_inputs:
+    what = "same inputs, different outputs";
+    break;
+  case OpDivergence::Kind::inputs_differ:
+    what = "its inputs already differ";
+    break;
+  case OpDivergence::Kind::paths_differ:
+    if (!d.a.op.empty() && !d.b.op.empty()) {
+      what = fmt::format("the runs part here: B ran {} ({})", short_op_name(d.b.op), d.b.where);
+    } else {
+      what = fmt::format("the runs part here: {} trace ends first", d.a.op.empty() ? "A's" : "B's");
+    }
+    break;
+  case OpDivergence::Kind::none:
+    return "the op traces agree";
+  }
+  std::string reason = cause.reason;
+  if (!reason.empty()) {
+    reason[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(reason[0])));
+  }
+  return fmt::format("step {}, {}, {}{}: {} \u2014 {}. {}. Fix: {}.", r.step, r.phase, place, module,
+                     short_op_name(r.op), what, reason, cause.fix);
+}
+
+} // namespace reprun
