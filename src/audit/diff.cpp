@@ -142,6 +142,11 @@ bool line_loss(std::string_view line, const std::string& path, long lineno, doub
   return p.has_loss;
 }
 
+// The built-in trainer's step-0 record: the weights before any update, with no loss and no batch. A
+// program under `reprun exec` may number its steps from 0; a step 0 with a loss or a batch is a
+// training step like any other.
+bool is_initial_state(const ParsedStep& p) { return p.step == 0 && !p.has_loss && !p.has_batch; }
+
 // What one side recorded and the other did not (different trace levels): left out of the
 // comparison and said in the report.
 struct OneSided {
@@ -244,12 +249,23 @@ bool records_diverge(const ParsedStep& pa, const ParsedStep& pb, const Comparato
     }
   }
   bool trace_differs = !d.trace_phase.empty();
+  // Step 0 as the initial state on one side and as a training step on the other: the logs number
+  // their steps differently.
+  const bool initial_a = is_initial_state(pa), initial_b = is_initial_state(pb);
   if (!(loss_differs || batch_differs || tensors_differ || metrics_differ || trace_differs ||
-        (pa.has_epoch && pb.has_epoch && pa.epoch != pb.epoch))) {
+        initial_a != initial_b || (pa.has_epoch && pb.has_epoch && pa.epoch != pb.epoch))) {
     return false;
   }
   d.found = true;
-  if (pa.step == 0) {
+  if (initial_a != initial_b) {
+    d.kind = DivergenceKind::steps_differ;
+    d.detail = fmt::format("step 0 is the initial state in {} (no loss, no batch) but a training step in {}",
+                           initial_a ? "A" : "B", initial_a ? "B" : "A");
+    return true;
+  }
+  // The batch is compared first, at step 0 too: only a step 0 without loss and batch is the
+  // initial state.
+  if (initial_a) {
     d.kind = DivergenceKind::initial_state;
     d.detail = "the weights differ before any update";
   } else if (batch_differs || (pa.has_epoch && pb.has_epoch && pa.epoch != pb.epoch)) {
@@ -331,8 +347,9 @@ public:
   }
 
 private:
-  // A step-0 record (initial weights: trace weights or full) on one side only is not compared: the
-  // other side's trace level ("loss") does not write one.
+  // A step-0 record of the initial state (initial weights: trace weights or full) on one side only
+  // is not compared: the other side's trace level ("loss") does not write one. A step 0 with a loss
+  // or a batch is a training step: one log starting at 0 and the other at 1 is a real difference.
   void skip_unmatched_start(bool& ha, std::string_view& la, bool& hb, std::string_view& lb) {
     if (!ha || !hb) {
       return;
@@ -340,11 +357,14 @@ private:
     const long sa = checked_step(la, m_ra, m_prev_a);
     const long sb = checked_step(lb, m_rb, m_prev_b);
     m_prev_a = m_prev_b = -1; // compare() checks them again
-    if (sa == 0 && sb > 0) {
+    auto initial = [](std::string_view line, const StepLogReader& r) {
+      return is_initial_state(parse_step_line(line, r.path(), r.lineno()));
+    };
+    if (sa == 0 && sb > 0 && initial(la, m_ra)) {
       m_one.initial_a = true;
       m_prev_a = 0;
       ha = m_ra.next(la);
-    } else if (sb == 0 && sa > 0) {
+    } else if (sb == 0 && sa > 0 && initial(lb, m_rb)) {
       m_one.initial_b = true;
       m_prev_b = 0;
       hb = m_rb.next(lb);
@@ -403,7 +423,7 @@ private:
 
   // Loss series for plots, decimated so it never holds more than 4096 points.
   void record_loss_series(std::string_view la, std::string_view lb, long sa, bool same) {
-    if ((m_ra.lineno() - 1) % m_stride != 0 || sa <= 0) {
+    if ((m_ra.lineno() - 1) % m_stride != 0) {
       return;
     }
     double x = 0, y = 0;
@@ -432,7 +452,7 @@ private:
     if (!hx || !hy || sa != sb) {
       return;
     }
-    if (d.loss_differs_from == 0 && !m_cmp.values_match(x, y)) {
+    if (d.loss_differs_from < 0 && !m_cmp.values_match(x, y)) {
       d.loss_differs_from = sa;
     }
     m_last_common = {sa, x, y, std::fabs(x - y), true};
@@ -475,8 +495,11 @@ private:
       note_peak(m_last_common);
     }
     m_next_gap = 1;
-    if (d.kind == DivergenceKind::computation && pa.step > 0 && m_ra.lineno() == 1) {
-      m_r.notes.push_back("the logs have no step-0 record, so initial weights cannot be told apart from computation");
+    if (d.kind == DivergenceKind::computation && m_ra.lineno() == 1) {
+      m_r.notes.push_back(pa.step > 0 ? "the logs have no step-0 record, so initial weights cannot be told apart from "
+                                        "computation"
+                                      : "the logs' step 0 is a training step (it has a loss or a batch), so initial "
+                                        "weights cannot be told apart from computation");
     }
   }
 

@@ -41,8 +41,8 @@ void set_sentence(Localization& l) {
   const std::string effect = effect_phrase(l);
   l.sentence = fmt::format("step {}, origin {}: the first differing value in computation order{}{}", l.step,
                            origin_phrase(l), effect.empty() ? "" : "; " + effect,
-                           l.loss_differs_from > 0 ? fmt::format("; loss differs from step {}", l.loss_differs_from)
-                                                   : "");
+                           l.loss_differs_from >= 0 ? fmt::format("; loss differs from step {}", l.loss_differs_from)
+                                                    : "");
 }
 
 } // namespace
@@ -93,7 +93,7 @@ Localization localize(const Divergence& d, const DiffResult& replay, long replay
   loc.phase = x.trace_phase;
   loc.entry = x.trace_entry;
   describe_trace_entry(x.trace_entry, loc.layer, loc.tensor);
-  loc.loss_differs_from = d.loss_differs_from > 0 ? d.loss_differs_from : x.loss_differs_from;
+  loc.loss_differs_from = d.loss_differs_from >= 0 ? d.loss_differs_from : x.loss_differs_from;
   set_effect(loc, d);
   set_sentence(loc);
   if (x.step != d.step || attempts > 1) {

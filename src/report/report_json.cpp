@@ -133,7 +133,7 @@ ojson diff_to_json(const DiffResult& r) {
                        {"loss_b", d.has_loss ? number(d.loss_b) : ojson(nullptr)},
                        {"loss_ulps", d.has_loss ? ojson(d.loss_ulps) : ojson(nullptr)},
                        {"loss_rel_diff", d.has_loss ? number(d.loss_rel) : ojson(nullptr)},
-                       {"loss_differs_from", d.loss_differs_from > 0 ? ojson(d.loss_differs_from) : ojson(nullptr)},
+                       {"loss_differs_from", d.loss_differs_from >= 0 ? ojson(d.loss_differs_from) : ojson(nullptr)},
                        {"tensors", tensors}};
     const Localization origin = origin_in_trace(d);
     j["divergence"]["origin"] = origin.found ? origin_json(origin) : ojson(nullptr);
@@ -193,7 +193,7 @@ ojson check_to_json(const CheckResult& r) {
                             {"tensor", l.tensor},
                             {"entry", l.entry},
                             {"effect", l.effect.empty() ? ojson(nullptr) : ojson(l.effect)},
-                            {"loss_differs_from", l.loss_differs_from > 0 ? ojson(l.loss_differs_from) : ojson(nullptr)},
+                            {"loss_differs_from", l.loss_differs_from >= 0 ? ojson(l.loss_differs_from) : ojson(nullptr)},
                             {"replay_from_step", l.replay_from},
                             {"sentence", l.sentence},
                             {"note", l.note},

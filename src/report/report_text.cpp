@@ -216,7 +216,7 @@ void divergence_text(std::string& o, const Style& st, const DiffResult& r, const
   if (!d.first_tensor.empty()) {
     o += "  " + first_tensor_sentence(d, origin) + "\n";
   }
-  if (d.loss_differs_from > 0 && d.loss_differs_from != d.step) {
+  if (d.loss_differs_from >= 0 && d.loss_differs_from != d.step) {
     o += fmt::format("  the loss differs from step {}\n", d.loss_differs_from);
   }
   if (d.has_loss) {

@@ -92,7 +92,7 @@ TEST_CASE("diff: data order, initial state, computation") {
     CHECK(r.divergence.kind == DivergenceKind::computation);
     CHECK(r.divergence.step == 4);
     CHECK(r.divergence.first_tensor == "dense_1.weight");
-    CHECK(r.divergence.loss_differs_from == 0);
+    CHECK(r.divergence.loss_differs_from == -1);
   }
   SUBCASE("computation: the loss, and where it starts to differ") {
     DiffResult r = diff_texts(base, replace_line(base, 2, line(2, 0.75)));
@@ -405,7 +405,7 @@ TEST_CASE("diff: data order from the epoch, initial state from step 0, and the n
   DiffResult d = diff_texts(base, replace_line(base, 1, line(1, 1.0, "c")));
   CHECK(d.divergence.detail == "the batch fingerprint differs (b vs c)");
   CHECK(d.divergence.line == 2);
-  // The step-0 record differs: whatever differs, it is the initial state.
+  // The built-in step-0 record (no loss, no batch) differs: whatever differs, it is the initial state.
   DiffResult i = diff_texts(base, replace_line(base, 0, line(0, 0, "b", "w9")));
   CHECK(i.divergence.detail == "the weights differ before any update");
   CHECK(i.divergence.line == 1);
@@ -415,6 +415,77 @@ TEST_CASE("diff: data order from the epoch, initial state from step 0, and the n
   CHECK(n.divergence.kind == DivergenceKind::computation);
   CHECK(n.notes == std::vector<std::string>{
                        "the logs have no step-0 record, so initial weights cannot be told apart from computation"});
+}
+
+namespace {
+
+// A program's step log under `reprun exec` may number its steps from 0: {"step":0,"loss":L,"batch":"B","tensors":...}.
+std::string exec_line(long step, double loss, const std::string& batch = "b", const std::string& w = "w1") {
+  return "{\"step\":" + std::to_string(step) + ",\"loss\":" + json_number(loss) + ",\"batch\":\"" + batch +
+         "\",\"tensors\":{\"0.weight\":\"" + w + "\",\"0.bias\":\"b1\"}}\n";
+}
+
+} // namespace
+
+TEST_CASE("diff: a step-0 record with a loss or a batch is a training step, compared batch first") {
+  const std::string base = exec_line(0, 2.0) + exec_line(1, 1.0) + exec_line(2, 0.5);
+  SUBCASE("another batch at step 0 is data order") {
+    DiffResult r = diff_texts(base, replace_line(base, 0, exec_line(0, 2.5, "c", "w2")));
+    CHECK(r.divergence.kind == DivergenceKind::data_order);
+    CHECK(r.divergence.step == 0);
+    CHECK(r.divergence.line == 1);
+    CHECK(r.divergence.detail == "the batch fingerprint differs (b vs c)");
+    CHECK(r.verdict == "DIFFERENT: runs part at step 0 (data order)");
+  }
+  SUBCASE("the same batch with another loss at step 0 is computation, and the loss differs from step 0") {
+    const std::string other = exec_line(0, 2.5) + exec_line(1, 1.5) + exec_line(2, 0.5);
+    DiffResult r = diff_texts(base, other);
+    CHECK(r.divergence.kind == DivergenceKind::computation);
+    CHECK(r.divergence.step == 0);
+    CHECK(r.divergence.detail == "same batch; the loss differs");
+    CHECK(r.divergence.loss_differs_from == 0);
+    CHECK(r.verdict == "DIFFERENT: runs part at step 0 (computation)");
+    CHECK(r.notes == std::vector<std::string>{"the logs' step 0 is a training step (it has a loss or a batch), so "
+                                              "initial weights cannot be told apart from computation"});
+    // Step 0's loss is plotted like any other.
+    REQUIRE_FALSE(r.loss_series.empty());
+    CHECK(r.loss_series.front().first == 0);
+  }
+  SUBCASE("a loss without a batch (--loss-regex) makes step 0 a training step too") {
+    DiffResult r = diff_texts("{\"step\":0,\"loss\":2}\n", "{\"step\":0,\"loss\":3}\n");
+    CHECK(r.divergence.kind == DivergenceKind::computation);
+    CHECK(r.divergence.step == 0);
+  }
+  SUBCASE("the built-in trainer's step 0 (no loss, no batch) is still the initial state") {
+    const std::string builtin = log_of(3);
+    DiffResult r = diff_texts(builtin, replace_line(builtin, 0, line(0, 0, "b", "w2")));
+    CHECK(r.divergence.kind == DivergenceKind::initial_state);
+    CHECK(r.divergence.step == 0);
+    CHECK(r.divergence.detail == "the weights differ before any update");
+    CHECK(r.verdict == "DIFFERENT: runs part at step 0 (initial state)");
+    CHECK(r.notes.empty());
+  }
+  SUBCASE("an initial state against a training step 0 is a difference in how the logs number steps") {
+    DiffResult r = diff_texts(log_of(2), base);
+    CHECK(r.divergence.kind == DivergenceKind::steps_differ);
+    CHECK(r.divergence.step == 0);
+    CHECK(r.divergence.detail == "step 0 is the initial state in A (no loss, no batch) but a training step in B");
+  }
+  SUBCASE("a training step 0 on one side only is compared, not dropped as initial weights") {
+    const std::string from_one = exec_line(1, 2.0) + exec_line(2, 1.0) + exec_line(3, 0.5);
+    DiffResult r = diff_texts(base, from_one);
+    CHECK(r.divergence.kind == DivergenceKind::steps_differ);
+    CHECK(r.divergence.step == 0);
+    CHECK(r.divergence.detail == "line 1 holds step 0 in A but step 1 in B");
+    DiffResult s = diff_texts(from_one, base);
+    CHECK(s.divergence.detail == "line 1 holds step 1 in A but step 0 in B");
+    // The built-in trainer's initial-state record on one side only is still left out.
+    std::string builtin = log_of(2);
+    DiffResult t = diff_texts(builtin, builtin.substr(builtin.find('\n') + 1));
+    CHECK(t.identical);
+    CHECK(t.notes == std::vector<std::string>{"not compared: the step-0 record (initial weights) is in A only (its "
+                                              "trace level records it, the other's does not)"});
+  }
 }
 
 TEST_CASE("diff: how the gap grows after the divergence") {
@@ -664,7 +735,7 @@ TEST_CASE("localize: every trace entry name, and a replay that did not part") {
                      "at step 9, is an effect of it (weights are recorded after the update); loss differs from step 11");
   CHECK(l.note == "the replay (attempt 1) parted at step 10 while the original runs parted at step 9: the computation "
                   "is not deterministic, so where it parts varies");
-  replay.divergence.loss_differs_from = 0;
+  replay.divergence.loss_differs_from = -1; // none
   CHECK(localize(original, replay, 8, 1).sentence ==
         "step 10, origin forward, layer dense_1, pre-activation (x W + b) (dense_1.z): the first differing value in "
         "computation order; dense_2.weight, the first differing tensor in model order at step 9, is an effect of it "

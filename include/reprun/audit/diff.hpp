@@ -52,7 +52,7 @@ struct TensorDelta {
 enum class DivergenceKind {
   none,
   data_order,    // the batch's sample indices differ
-  initial_state, // the step-0 weights differ
+  initial_state, // the step-0 weights differ (a step 0 without loss and batch: the built-in trainer's)
   computation,   // same batch, different numbers
   ended_early,   // one log stops while the other goes on
   steps_differ,  // the logs number their steps differently
@@ -78,7 +78,7 @@ struct Divergence {
   double loss_a = 0, loss_b = 0;
   uint64_t loss_ulps = 0;
   double loss_rel = 0;
-  long loss_differs_from = 0; // first step whose loss differs (0: none within the logs)
+  long loss_differs_from = -1; // first step whose loss differs (-1: none within the logs; a step 0 may have a loss)
   std::vector<TensorDelta> tensors;
 };
 

@@ -23,7 +23,7 @@ struct Localization {
   std::string effect; // "dense_1.weight": the original runs' first differing tensor in model order,
                       // when it is not the origin itself ("" otherwise)
   long effect_step = 0; // the step where `effect` was seen (the original divergence)
-  long loss_differs_from = 0;
+  long loss_differs_from = -1; // -1: none within the logs
   long replay_from = 0; // checkpoint step the replay started from
   std::string sentence; // "step 37, origin backward, layer dense_3, weight gradient (dense_3.weight.grad): ..."
   std::string note;
