@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps deps-test deps-bench deps-fuzz build lint test test-asan test-tsan fuzz fuzz-smoke demo bench clean
+.PHONY: all deps deps-test deps-bench deps-fuzz build lint test test-gpu test-asan test-tsan fuzz fuzz-smoke demo bench clean
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS = config steplog csv idx checkpoint
 
@@ -26,6 +26,10 @@ lint: deps-test
 
 test: deps-test build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Only the GPU tests (tests/gpu/, CTest label gpu): they skip, never pass, without a GPU.
+test-gpu: deps-test build
+	@cd $(BUILD) && ctest -L gpu --output-on-failure
 
 deps-bench:
 	@bash tools/install-deps.sh bench
