@@ -2,6 +2,8 @@
 
 import atexit
 import functools
+import queue
+import threading
 import hashlib
 import json
 import math
@@ -113,6 +115,7 @@ class Capture:
         self.backward_depth = 0
         self.mode = None
         self.failed = False
+        self._jobs = None  # the writer thread's queue: fingerprints are finished and lines written there
 
     # ---- installation -------------------------------------------------------------------------
     def install(self):
@@ -120,8 +123,11 @@ class Capture:
         self._patch_backward()
         self._patch_optimizers()
         mm = torch.nn.modules.module
-        mm.register_module_forward_pre_hook(self._module_pre)
-        mm.register_module_forward_hook(self._module_post)
+        # Global module hooks name the modules and see each step's input; they slow every module
+        # call, so outside a replay they give way after the first step to a hook on each top-level
+        # module seen (_narrow_hooks).
+        self._global_hooks = [mm.register_module_forward_pre_hook(self._module_pre),
+                              mm.register_module_forward_hook(self._module_post)]
         atexit.register(self._at_exit)
         if self.trace_path or self.save_index is not None:
             from .trace import OpTracer
@@ -289,7 +295,9 @@ class Capture:
             if self._claim():
                 self._log_step(opt)
             if not self.facts_written and self.owner:
-                self.write_facts()
+                self.facts_written = True
+                determinism = self.determinism_state()  # as it is at the first step
+                self._submit(lambda: self.write_facts(determinism))
         except Exception as e:
             self._fail(f"step {self.step}", e)
         finally:
@@ -298,6 +306,20 @@ class Capture:
             self.last_loss = None
         if self.mode is not None:
             self.mode.after_step(self.step)
+        elif self._global_hooks:
+            self._narrow_hooks()
+
+    def _narrow_hooks(self):
+        for h in self._global_hooks:
+            h.remove()
+        self._global_hooks = []
+        self.module_stack = []
+        for root in self.roots:
+            root.register_forward_pre_hook(self._root_pre)
+
+    def _root_pre(self, module, inputs):
+        if self.batch is None:
+            self.batch = _tensors_in(self.torch, inputs)
 
     def _log_step(self, opt):
         torch = self.torch
@@ -307,34 +329,58 @@ class Capture:
                 if isinstance(p, torch.Tensor):
                     params.append(p)
                     group_pos.append((g, i))
-        names = self._names_for(params)
+        names = [n or f"param_groups.{g}.{i}" for n, (g, i) in zip(self._names_for(params), group_pos)]
+        for p in params:
+            self.devices.add(str(p.device))
         batch = self.batch or []
-        fps = self.fp.many(params + batch)
+        finish = self.fp.snapshot(params + batch)  # copies now; checksums on the writer thread
         rec = {"step": self.step}
         if self.last_loss is not None:
             rec["loss"] = _number(self.last_loss.item())
-        if batch:
-            rec["batch"] = hashlib.sha256(",".join(fps[len(params):]).encode()).hexdigest()[:16]
-        tensors = {}
-        for (g, i), name, fp, p in zip(group_pos, names, fps, params):
-            tensors[name or f"param_groups.{g}.{i}"] = {"checksum": fp}
-            self.devices.add(str(p.device))
-        if tensors:
-            rec["tensors"] = tensors
-        self.log_file.write(json.dumps(rec, separators=(",", ":")) + "\n")
-        self.log_file.flush()
+
+        def write():
+            fps = finish()
+            if batch:
+                rec["batch"] = hashlib.sha256(",".join(fps[len(params):]).encode()).hexdigest()[:16]
+            if params:
+                rec["tensors"] = {name: {"checksum": fp} for name, fp in zip(names, fps)}
+            self.log_file.write(json.dumps(rec, separators=(",", ":")) + "\n")
+            self.log_file.flush()
+
+        self._submit(write)
+
+    # ---- the writer thread --------------------------------------------------------------------
+    def _submit(self, job):
+        """Runs job on the writer thread, in submission order (CRC-32 releases the GIL on large buffers,
+        so the checksums overlap the program's next step)."""
+        if self._jobs is None:
+            self._jobs = queue.Queue()
+            threading.Thread(target=self._writer, name="reprun-capture", daemon=True).start()
+        self._jobs.put(job)
+
+    def _writer(self):
+        while True:
+            job = self._jobs.get()
+            try:
+                if job is None:
+                    return
+                if not self.failed:
+                    job()
+            except Exception as e:
+                self._fail("writer", e)
+            finally:
+                self._jobs.task_done()
+
+    def drain(self):
+        """Waits until every submitted step record and fact is written."""
+        if self._jobs is not None:
+            self._jobs.join()
 
     # ---- framework facts ----------------------------------------------------------------------
-    def facts(self):
+    def determinism_state(self):
         torch = self.torch
-
-        def attr(get, default=None):
-            try:
-                return get()
-            except Exception:
-                return default
-
-        det = {
+        attr = _attr
+        return {
             "use_deterministic_algorithms": attr(torch.are_deterministic_algorithms_enabled),
             "warn_only": attr(torch.is_deterministic_algorithms_warn_only_enabled),
             "cudnn_deterministic": attr(lambda: bool(torch.backends.cudnn.deterministic)),
@@ -346,6 +392,11 @@ class Capture:
             "inter_op_threads": attr(torch.get_num_interop_threads),
             "fill_uninitialized_memory": attr(_fill_uninitialized(torch)),
         }
+
+    def facts(self, determinism=None):
+        torch = self.torch
+        attr = _attr
+        det = determinism if determinism is not None else self.determinism_state()
         devices = {}
         for d in sorted(self.devices):
             devices[d] = attr(lambda d=d: torch.cuda.get_device_name(d), None) if d.startswith("cuda") else None
@@ -370,13 +421,14 @@ class Capture:
             "distributions": {"count": len(dists), "sha256": digest, "packages": dists},
         }
 
-    def write_facts(self):
+    def write_facts(self, determinism=None):
         self.facts_written = True
         if self.facts_path:
-            _write_json_file(self.facts_path, self.facts(), exclusive=True)
+            _write_json_file(self.facts_path, self.facts(determinism), exclusive=True)
 
     def _at_exit(self):
         try:
+            self.drain()
             if self.log_file is not None:
                 self.log_file.close()
             if not self.facts_written and self.owner is not False:
@@ -384,6 +436,13 @@ class Capture:
                 self.write_facts()
         except Exception as e:
             self._fail("exit", e)
+
+
+def _attr(get, default=None):
+    try:
+        return get()
+    except Exception:
+        return default
 
 
 def _fill_uninitialized(torch):

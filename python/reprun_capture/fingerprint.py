@@ -60,6 +60,7 @@ class Fingerprinter:
         self.torch = torch
         self.force_device_method = force_device_method  # tests: the device method on CPU tensors
         self._positions = {}  # (numel, device) -> int64 positions, already multiplied by _K2
+        self._free = {}  # (shape, dtype) -> CPU buffers for copies, reused (fresh ones cost page faults)
 
     def _positions_for(self, n, device):
         key = (n, str(device))
@@ -90,31 +91,46 @@ class Fingerprinter:
 
     def many(self, tensors):
         """Fingerprint strings of `tensors` (torch.Tensor each), in order; "-" for what cannot be read."""
+        return self.snapshot(tensors, copy=False)()
+
+    def snapshot(self, tensors, copy=True):
+        """Starts fingerprinting `tensors` as they are now; returns a function that gives the strings.
+
+        With copy, CPU tensors are copied (the copies are read later, on another thread if the caller wants, while
+        the program goes on and may update the originals); device tensors are reduced to their sums
+        by kernels queued now, stacked per device for one transfer."""
         torch = self.torch
         out = [None] * len(tensors)
-        pending, where = [], []
+        copies = []  # (position, header, CPU copy)
+        sums = {}  # device -> [(position, header, 0-dim sum)]
         with torch.no_grad():
             for i, t in enumerate(tensors):
                 plain = _plain(torch, t)
                 if plain is None:
                     out[i] = "-"
                 elif plain.device.type == "cpu" and not self.force_device_method:
-                    out[i] = "c%08x" % zlib.crc32(_header(t), _crc(torch, plain))
+                    if copy and plain.data_ptr() == t.data_ptr():
+                        key = (tuple(plain.shape), plain.dtype)
+                        free = self._free.setdefault(key, [])
+                        buf = free.pop() if free else torch.empty_like(plain)
+                        plain = buf.copy_(plain)
+                    copies.append((i, _header(t), plain))
                 elif plain.numel() == 0:
                     out[i] = "d%08x" % zlib.crc32(_header(t))
                 else:
-                    pending.append(self._device_sum(plain))
-                    where.append(i)
-            if pending:
-                # One transfer for all device sums (per device).
-                by_device = {}
-                for k, s in zip(where, pending):
-                    by_device.setdefault(str(s.device), []).append((k, s))
-                for items in by_device.values():
-                    sums = torch.stack([s for _, s in items]).tolist()
-                    for (k, _), s in zip(items, sums):
-                        out[k] = "d%08x%016x" % (zlib.crc32(_header(tensors[k])), s & 0xFFFFFFFFFFFFFFFF)
-        return out
+                    sums.setdefault(str(plain.device), []).append((i, _header(t), self._device_sum(plain)))
+            stacked = [(items, torch.stack([s for _, _, s in items])) for items in sums.values()]
 
-    def one(self, t):
-        return self.many([t])[0]
+        def finish():
+            for i, header, data in copies:
+                out[i] = "c%08x" % zlib.crc32(header, _crc(torch, data))
+                if copy:
+                    free = self._free.get((tuple(data.shape), data.dtype))
+                    if free is not None and len(free) < 4:
+                        free.append(data)  # list.append is atomic: safe from the writer thread
+            for items, values in stacked:
+                for (i, header, _), v in zip(items, values.tolist()):
+                    out[i] = "d%08x%016x" % (zlib.crc32(header), v & 0xFFFFFFFFFFFFFFFF)
+            return out
+
+        return finish

@@ -1,9 +1,8 @@
 """Writes repro.py: a standalone script that reruns one op on inputs saved from a run."""
 
 _TEMPLATE = r'''#!/usr/bin/env python3
-"""Written by `reprun exec`: the first operation where two runs of
-    {command}
-parted, on the inputs saved from the run (op-inputs.pt, beside this file).
+"""Written by `reprun exec`: the first operation where two runs of the program (COMMAND) parted,
+on the inputs saved from the run (op-inputs.pt, beside this file).
 
 It runs the op N times (default 20; python3 repro.py N) and prints how many distinct outputs it got,
 as the runs did and with the suggested fix. Needs only torch.
@@ -14,6 +13,7 @@ import sys
 
 import torch
 
+COMMAND = {command!r}
 OP = {op!r}
 WHERE = {where!r}  # {func}
 DEVICE = {device!r}

@@ -127,6 +127,7 @@ class OpTracer:
             self.out.write(json.dumps({"end": reason, "ops": self.n, "steps": self.cap.step}) + "\n")
             self.out.close()
         if exit_process:
+            self.cap.drain()
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
