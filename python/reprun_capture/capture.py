@@ -115,6 +115,7 @@ class Capture:
         self.backward_depth = 0
         self.mode = None
         self.failed = False
+        self.pid = os.getpid()  # a forked child (a DataLoader worker) inherits the capture: it records nothing
         self._jobs = None  # the writer thread's queue: fingerprints are finished and lines written there
 
     # ---- installation -------------------------------------------------------------------------
@@ -154,34 +155,25 @@ class Capture:
                 finally:
                     cap.busy = busy
 
-        @functools.wraps(tensor_backward)
-        def backward(self, *args, **kwargs):
-            outer = cap.backward_depth == 0
-            if outer:
-                note_loss(self)
-            cap.backward_depth += 1
-            saved, cap.phase = cap.phase, "backward"
-            try:
-                return tensor_backward(self, *args, **kwargs)
-            finally:
-                cap.backward_depth -= 1
-                cap.phase = saved
+        def wrap(original):
+            # Tensor.backward(self, ...) and torch.autograd.backward(tensors, ...): the first argument
+            # is the loss (a one-element list of it for the latter); nested calls are one backward.
+            @functools.wraps(original)
+            def backward(first, *args, **kwargs):
+                if cap.backward_depth == 0:
+                    note_loss(first[0] if isinstance(first, (list, tuple)) and len(first) == 1 else first)
+                cap.backward_depth += 1
+                saved, cap.phase = cap.phase, "backward"
+                try:
+                    return original(first, *args, **kwargs)
+                finally:
+                    cap.backward_depth -= 1
+                    cap.phase = saved
 
-        @functools.wraps(autograd_backward)
-        def autograd_backward_wrapper(tensors, *args, **kwargs):
-            outer = cap.backward_depth == 0
-            if outer:
-                note_loss(tensors[0] if isinstance(tensors, (list, tuple)) and len(tensors) == 1 else tensors)
-            cap.backward_depth += 1
-            saved, cap.phase = cap.phase, "backward"
-            try:
-                return autograd_backward(tensors, *args, **kwargs)
-            finally:
-                cap.backward_depth -= 1
-                cap.phase = saved
+            return backward
 
-        torch.Tensor.backward = backward
-        torch.autograd.backward = autograd_backward_wrapper
+        torch.Tensor.backward = wrap(tensor_backward)
+        torch.autograd.backward = wrap(autograd_backward)
 
     def _patch_optimizers(self):
         Optimizer = self.torch.optim.Optimizer
@@ -287,7 +279,7 @@ class Capture:
         return self.owner
 
     def _after_step(self, opt):
-        if self.failed:
+        if self.failed or os.getpid() != self.pid:
             return
         self.step += 1
         self.busy = True
@@ -427,6 +419,8 @@ class Capture:
             _write_json_file(self.facts_path, self.facts(determinism), exclusive=True)
 
     def _at_exit(self):
+        if os.getpid() != self.pid:
+            return
         try:
             self.drain()
             if self.log_file is not None:

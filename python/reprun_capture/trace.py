@@ -33,8 +33,14 @@ class OpTracer:
         self.n = 0
         self.lines = _SourceLines(cap.torch)
         self.writer = {}  # storage address -> index of the op that last wrote it
-        self.out = open(cap.trace_path, "w", encoding="utf-8") if cap.trace_path else None
+        self.out = None
         self.ended = False
+        if cap.trace_path:
+            try:  # one process of the program traces: the first to import torch
+                fd = os.open(cap.trace_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                self.out = os.fdopen(fd, "w", encoding="utf-8")
+            except FileExistsError:
+                self.ended = True
 
     def start(self):
         import atexit
@@ -70,7 +76,7 @@ class OpTracer:
 
     def dispatch(self, func, args, kwargs):
         cap = self.cap
-        if cap.busy or self.ended:
+        if cap.busy or self.ended or os.getpid() != cap.pid:
             return func(*args, **kwargs)
         i = self.n
         self.n += 1
@@ -120,7 +126,7 @@ class OpTracer:
             self.end("steps")
 
     def end(self, reason, exit_process=True):
-        if self.ended:
+        if self.ended or os.getpid() != self.cap.pid:
             return
         self.ended = True
         if self.out is not None:
