@@ -2,8 +2,6 @@
 
 import atexit
 import functools
-import queue
-import threading
 import hashlib
 import json
 import math
@@ -116,7 +114,6 @@ class Capture:
         self.mode = None
         self.failed = False
         self.pid = os.getpid()  # a forked child (a DataLoader worker) inherits the capture: it records nothing
-        self._jobs = None  # the writer thread's queue: fingerprints are finished and lines written there
 
     # ---- installation -------------------------------------------------------------------------
     def install(self):
@@ -287,9 +284,7 @@ class Capture:
             if self._claim():
                 self._log_step(opt)
             if not self.facts_written and self.owner:
-                self.facts_written = True
-                determinism = self.determinism_state()  # as it is at the first step
-                self._submit(lambda: self.write_facts(determinism))
+                self.write_facts()  # the determinism state as it is at the first step
         except Exception as e:
             self._fail(f"step {self.step}", e)
         finally:
@@ -325,48 +320,16 @@ class Capture:
         for p in params:
             self.devices.add(str(p.device))
         batch = self.batch or []
-        finish = self.fp.snapshot(params + batch)  # copies now; checksums on the writer thread
+        fps = self.fp.many(params + batch)
         rec = {"step": self.step}
         if self.last_loss is not None:
             rec["loss"] = _number(self.last_loss.item())
-
-        def write():
-            fps = finish()
-            if batch:
-                rec["batch"] = hashlib.sha256(",".join(fps[len(params):]).encode()).hexdigest()[:16]
-            if params:
-                rec["tensors"] = {name: {"checksum": fp} for name, fp in zip(names, fps)}
-            self.log_file.write(json.dumps(rec, separators=(",", ":")) + "\n")
-            self.log_file.flush()
-
-        self._submit(write)
-
-    # ---- the writer thread --------------------------------------------------------------------
-    def _submit(self, job):
-        """Runs job on the writer thread, in submission order (CRC-32 releases the GIL on large buffers,
-        so the checksums overlap the program's next step)."""
-        if self._jobs is None:
-            self._jobs = queue.Queue()
-            threading.Thread(target=self._writer, name="reprun-capture", daemon=True).start()
-        self._jobs.put(job)
-
-    def _writer(self):
-        while True:
-            job = self._jobs.get()
-            try:
-                if job is None:
-                    return
-                if not self.failed:
-                    job()
-            except Exception as e:
-                self._fail("writer", e)
-            finally:
-                self._jobs.task_done()
-
-    def drain(self):
-        """Waits until every submitted step record and fact is written."""
-        if self._jobs is not None:
-            self._jobs.join()
+        if batch:
+            rec["batch"] = hashlib.sha256(",".join(fps[len(params):]).encode()).hexdigest()[:16]
+        if params:
+            rec["tensors"] = {name: {"checksum": fp} for name, fp in zip(names, fps)}
+        self.log_file.write(json.dumps(rec, separators=(",", ":")) + "\n")
+        self.log_file.flush()
 
     # ---- framework facts ----------------------------------------------------------------------
     def determinism_state(self):
@@ -422,7 +385,6 @@ class Capture:
         if os.getpid() != self.pid:
             return
         try:
-            self.drain()
             if self.log_file is not None:
                 self.log_file.close()
             if not self.facts_written and self.owner is not False:

@@ -49,7 +49,10 @@ def main():
     if DEVICE.startswith("cuda") and not torch.cuda.is_available():
         print(f"repro: {{OP}} ran on {{DEVICE}}; this machine has no CUDA device", file=sys.stderr)
         return 2
-    saved = torch.load(os.path.join(here, "op-inputs.pt"))
+    try:  # the file is reprun's own: torch >= 2.6 would refuse its non-tensor arguments by default
+        saved = torch.load(os.path.join(here, "op-inputs.pt"), weights_only=False)
+    except TypeError:  # torch < 1.13 has no weights_only
+        saved = torch.load(os.path.join(here, "op-inputs.pt"))
     op = resolve(OP)
 
     def once(before=None):

@@ -133,7 +133,6 @@ class OpTracer:
             self.out.write(json.dumps({"end": reason, "ops": self.n, "steps": self.cap.step}) + "\n")
             self.out.close()
         if exit_process:
-            self.cap.drain()
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
@@ -149,6 +148,8 @@ class OpTracer:
         rc = 0
         try:
             def copy(x):
+                if isinstance(x, torch.Generator):
+                    return None  # not picklable; repro.py draws from the default generator
                 return x.detach().clone() if isinstance(x, torch.Tensor) else x
 
             saved_args, saved_kwargs = tree_map(copy, args), tree_map(copy, kwargs)
@@ -162,6 +163,11 @@ class OpTracer:
                         threads=self.cap.env.get("REPRUN_OP_THREADS", ""))
         except Exception as e:
             rc = 3
+            for name in ("op-inputs.pt", "repro.py"):  # nothing half-written that looks complete
+                try:
+                    os.unlink(os.path.join(self.cap.save_dir, name))
+                except OSError:
+                    pass
             print(f"reprun: could not save the inputs of op {self.cap.save_index} ({name}): {type(e).__name__}: {e}",
                   file=sys.stderr)
         sys.stdout.flush()

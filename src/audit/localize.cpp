@@ -48,6 +48,9 @@ void set_sentence(Localization& l) {
 } // namespace
 
 std::string origin_phrase(const Localization& l) {
+  if (l.layer.empty()) { // an op outside any module (exec's op trace)
+    return fmt::format("{}, {} ({})", l.phase, l.tensor, l.entry);
+  }
   return fmt::format("{}, layer {}, {} ({})", l.phase, l.layer, l.tensor, l.entry);
 }
 

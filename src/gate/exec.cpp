@@ -435,6 +435,8 @@ CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vect
   RunLock lock = run.lock();
   std::map<std::string, std::string> env;
   std::vector<Pin> pins = child_environment(plan, i, env, res.variation);
+  const std::string label = replay.trace_steps > 0 || replay.save_index >= 0 ? fmt::format("the replay of run-{}", i)
+                                                                              : fmt::format("run-{}", i);
   env["REPRUN_RUN_DIR"] = run.path();
   env["REPRUN_STEP_LOG"] = run.file(RunFile::steps);
   if (!plan.capture_dir.empty()) {
@@ -511,8 +513,8 @@ CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vect
       tail = tail_lines(shown, k_tail);
     }
     std::string block =
-        tail.empty() ? fmt::format("run-{} failed ({}); it wrote nothing to stderr or stdout", i, pr.describe())
-                     : fmt::format("run-{} failed ({}); the last lines of {}:", i, pr.describe(), shown);
+        tail.empty() ? fmt::format("{} failed ({}); it wrote nothing to stderr or stdout", label, pr.describe())
+                     : fmt::format("{} failed ({}); the last lines of {}:", label, pr.describe(), shown);
     std::istringstream in(tail);
     for (std::string l; std::getline(in, l);) {
       block += "\n  | " + l;
@@ -520,7 +522,7 @@ CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vect
     plan.opt.on_failure(block);
   }
   if (pr.exit_code != 0) {
-    failures.push_back(fmt::format("run-{}: the program failed ({}); its output is in {}", i, pr.describe(),
+    failures.push_back(fmt::format("{}: the program failed ({}); its output is in {}", label, pr.describe(),
                                    spec.stderr_path));
   }
   if (!log.error.empty()) {
@@ -560,7 +562,7 @@ std::string intra_op_threads(const ojson& framework) {
 // Operation-level localization of a pair that diverged at a step: replays run-1 and run-K with an
 // op trace up to that step (up to 3 attempts, until the traces differ), names the first op whose
 // outputs differ, and for an op with identical inputs saves them with a repro.py.
-std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult& res, const CheckPair& pair) {
+std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult& res, CheckPair& pair) {
   const Divergence& dv = pair.diff.divergence;
   const ojson& ma = pair.diff.a.manifest;
   const ojson& mb = pair.diff.b.manifest;
@@ -613,6 +615,11 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     return loc;
   }
   const OpCause cause = op_cause(od, fa, fb, env_thread_difference(ma, mb));
+  // The operation found is the most direct cause: first among the likely causes.
+  pair.diff.diagnosis.insert(pair.diff.diagnosis.begin(),
+                             Diagnosis{fmt::format("{} at {}: {}", short_op_name(od.a.op.empty() ? od.b.op : od.a.op),
+                                                   (od.a.op.empty() ? od.b : od.a).where, cause.reason),
+                                       cause.fix});
   const OpRecord& r = od.a.op.empty() ? od.b : od.a;
   loc.found = true;
   loc.step = r.step;
@@ -623,6 +630,7 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   loc.source = r.where;
   loc.effect = dv.first_tensor; // a parameter after the update: always an effect of an op
   loc.effect_step = dv.step;
+  loc.loss_differs_from = dv.loss_differs_from;
   loc.sentence = op_sentence(od, cause);
   loc.note = fmt::format("op trace: {} ops identical before it (replay attempt {} of {})", od.ops_compared,
                          std::min(attempt, k_attempts), k_attempts);

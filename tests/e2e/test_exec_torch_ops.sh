@@ -72,6 +72,10 @@ cp "$T/out" "$T/b.json"
 sentence=$(json "$T/b.json" 'd["pairs"][0]["localization"]["sentence"]')
 [[ $sentence == *"planted.py:$(line_of planted.py 'noise = torch.randn')"*"aten.randn"*"same inputs, different outputs"*"random draw"* ]] ||
   fail "(b) not localized to the planted draw: $sentence"
+repro=$(json "$T/b.json" 'd["pairs"][0]["localization"]["repro"]')
+"$PY" "$repro" 5 >"$T/repro.out" 2>&1 || fail "(b) repro.py failed: $(cat "$T/repro.out")"
+grep -qE "^without the fix.*: 5 runs, 5 distinct outputs" "$T/repro.out" || fail "(b) repro without fix: $(cat "$T/repro.out")"
+grep -qE "^with the fix.*: 5 runs, 1 distinct output$" "$T/repro.out" || fail "(b) repro with fix: $(cat "$T/repro.out")"
 expect_rc 0 "$REPRUN" exec -o "$T/c" -q --pin PLANT=0 -- "$PY" planted.py
 grep -q '^PASS: 2 runs of the program identical' "$T/out" || fail "(c) $(head -1 "$T/out")"
 
