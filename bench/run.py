@@ -160,9 +160,10 @@ def bench_capture(work, results):
     data = bench_data(work)
     script = [PY, os.path.join(ROOT, "bench", "torch_mlp.py"), data, "1", "best"]
     plain_env = dict(PEER_ENV, OMP_WAIT_POLICY="PASSIVE")
-    package = os.path.join(ROOT, "python")
-    if not os.path.exists(os.path.join(package, "reprun_capture", "__init__.py")):
-        sys.exit(f"bench: capture: no reprun_capture package in {package}")
+    package = os.path.join(os.path.dirname(REPRUN), "python")  # the build's copy, as exec finds it
+    for f in ("__init__.py", "libreprun_fingerprint.so"):
+        if not os.path.exists(os.path.join(package, "reprun_capture", f)):
+            sys.exit(f"bench: capture: no reprun_capture/{f} in {package} (make build)")
     pythonpath = os.pathsep.join(p for p in (package, plain_env.get("PYTHONPATH")) if p)
     plain, captured, steps = [], [], None
     for i in range(CAPTURE_PAIRS):
