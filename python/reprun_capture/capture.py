@@ -348,38 +348,34 @@ class Capture:
             "fill_uninitialized_memory": attr(_fill_uninitialized(torch)),
         }
 
-    def facts(self, determinism=None):
+    def facts(self):
+        """The facts as they are now, but for the installed distributions (scanning them takes tens
+        of milliseconds: they are added at exit, see _at_exit)."""
         torch = self.torch
         attr = _attr
-        det = determinism if determinism is not None else self.determinism_state()
         devices = {}
         for d in sorted(self.devices):
             devices[d] = attr(lambda d=d: torch.cuda.get_device_name(d), None) if d.startswith("cuda") else None
-        dists, digest = _distributions()
-        numpy_version = None
-        try:
-            import importlib.metadata as md
-
-            numpy_version = md.version("numpy")
-        except Exception:
-            pass
+        numpy = sys.modules.get("numpy")
         return {
             "name": "pytorch",
             "python": sys.version.split()[0],
             "torch": torch.__version__,
             "torch_cuda": attr(lambda: torch.version.cuda),
             "cudnn": attr(lambda: torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None),
-            "numpy": numpy_version,
-            "determinism": det,
+            "numpy": getattr(numpy, "__version__", None) if numpy is not None else _installed_version("numpy"),
+            "determinism": self.determinism_state(),
             "devices": devices,
             "steps_seen": self.step,
-            "distributions": {"count": len(dists), "sha256": digest, "packages": dists},
+            "distributions": None,
         }
 
-    def write_facts(self, determinism=None):
+    def write_facts(self):
+        """At the first step: the facts, with the determinism state as the step ran."""
         self.facts_written = True
+        self._facts = self.facts()
         if self.facts_path:
-            _write_json_file(self.facts_path, self.facts(determinism), exclusive=True)
+            _write_json_file(self.facts_path, self._facts, exclusive=True)
 
     def _at_exit(self):
         if os.getpid() != self.pid:
@@ -387,11 +383,25 @@ class Capture:
         try:
             if self.log_file is not None:
                 self.log_file.close()
-            if not self.facts_written and self.owner is not False:
-                self.busy = True
-                self.write_facts()
+            if self.owner is False or not self.facts_path:
+                return
+            self.busy = True
+            facts = getattr(self, "_facts", None) or self.facts()
+            dists, digest = _distributions()
+            facts["distributions"] = {"count": len(dists), "sha256": digest, "packages": dists}
+            # The owner rewrites its facts; a program that never stepped writes them once.
+            _write_json_file(self.facts_path, facts, exclusive=not self.facts_written)
         except Exception as e:
             self._fail("exit", e)
+
+
+def _installed_version(name):
+    try:
+        import importlib.metadata as md
+
+        return md.version(name)
+    except Exception:
+        return None
 
 
 def _attr(get, default=None):
