@@ -21,6 +21,7 @@ _K2 = 0x2545F4914F6CDD1D
 _K3 = -4658895280553007687  # 0xBF58476D1CE4E5B9 as int64
 _K4 = -7723592293110705685  # 0x94D049BB133111EB as int64
 
+_CHUNK = 1 << 22  # elements per pass of the device method (32 MiB of int64 temporaries)
 _INT_VIEW = {}  # float dtype -> int dtype of the same size, filled on first use
 
 
@@ -92,7 +93,8 @@ class Fingerprinter:
         return p
 
     def _device_sum(self, t):
-        """int64 0-dim tensor on t's device: sum over i of mix(bits_i * K1 + position term)."""
+        """int64 0-dim tensor on t's device: sum over i of mix(bits_i * K1 + position term), in chunks
+        of _CHUNK elements so that the int64 temporaries stay small for a large tensor."""
         torch = self.torch
         flat = t.reshape(-1)
         view = _int_view_dtype(torch, flat.dtype)
@@ -100,17 +102,30 @@ class Fingerprinter:
             flat = flat.view(view)
         if flat.dtype == torch.bool:
             flat = flat.to(torch.uint8)
-        v = flat.to(torch.int64) * _K1 + self._positions_for(flat.numel(), flat.device)
-        v = v ^ (v >> 31)
-        v = v * _K3
-        v = v ^ (v >> 29)
-        v = v * _K4
-        v = v ^ (v >> 32)
-        return v.sum()
+        n = flat.numel()
+        total = None
+        for start in range(0, n, _CHUNK):
+            part = flat[start:start + _CHUNK]
+            positions = self._positions_for(part.numel(), flat.device)
+            v = part.to(torch.int64) * _K1 + positions
+            if start:
+                # position i = start + j: the same terms as one pass (start * K2, wrapped to int64)
+                v += (start * _K2 + (1 << 63)) % (1 << 64) - (1 << 63)
+            v = v ^ (v >> 31)
+            v = v * _K3
+            v = v ^ (v >> 29)
+            v = v * _K4
+            v = v ^ (v >> 32)
+            s = v.sum()
+            total = s if total is None else total + s
+        return total
 
     def many(self, tensors):
         """Fingerprint strings of `tensors` (torch.Tensor each), in order; "-" for what cannot be read."""
         return self.snapshot(tensors)()
+
+    def one(self, t):
+        return self.many([t])[0]
 
     def snapshot(self, tensors):
         """Fingerprints `tensors` as they are now; returns a function that gives the strings. CPU
