@@ -251,8 +251,11 @@ class Capture:
             # Models that were never called as modules (functional use): name them from the heap, once.
             self.scanned_gc = True
             import gc
+            import warnings
 
-            mods = [o for o in gc.get_objects() if isinstance(o, self.torch.nn.Module)]
+            with warnings.catch_warnings():  # isinstance() on some heap objects warns (torch.distributed.reduce_op)
+                warnings.simplefilter("ignore")
+                mods = [o for o in gc.get_objects() if isinstance(o, self.torch.nn.Module)]
             children = {id(c) for m in mods for c in m.children()}
             roots = sorted((m for m in mods if id(m) not in children),
                            key=lambda m: -sum(1 for _ in m.parameters()))
