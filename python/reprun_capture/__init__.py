@@ -4,7 +4,7 @@ Armed by reprun's sitecustomize when REPRUN_CAPTURE is set. Nothing happens unti
 imports torch (this package never imports it first). Then:
 
 - the automatic step log (REPRUN_AUTO_STEP_LOG): per optimizer step, the loss (the scalar
-  `backward()` was last called on), a fingerprint of the model's input, and an exact checksum of
+  `backward()` was last called on) and an exact checksum of
   every parameter after the update, named by module path (`encoder.layers.2.weight`);
 - framework facts (REPRUN_FRAMEWORK_FILE): versions, installed distributions and the determinism
   state at the first step, for the run's manifest;

@@ -102,7 +102,6 @@ class Capture:
         self.log_file = None
         self.facts_written = False
         self.last_loss = None
-        self.batch = None  # the tensors given to the first top-level module call of this step
         self.module_stack = []
         self.module_names = {}  # id(module) -> path
         self.roots = []  # keeps named modules alive, so their ids stay theirs
@@ -121,9 +120,8 @@ class Capture:
         self._patch_backward()
         self._patch_optimizers()
         mm = torch.nn.modules.module
-        # Global module hooks name the modules and see each step's input; they slow every module
-        # call, so outside a replay they give way after the first step to a hook on each top-level
-        # module seen (_narrow_hooks).
+        # Global module hooks name the modules (and, in a replay, give each op its module); they slow
+        # every module call, so outside a replay they are removed after the first step.
         self._global_hooks = [mm.register_module_forward_pre_hook(self._module_pre),
                               mm.register_module_forward_hook(self._module_post)]
         atexit.register(self._at_exit)
@@ -221,8 +219,6 @@ class Capture:
         if not self.module_stack:
             if id(module) not in self.module_names:
                 self._name_root(module)
-            if self.batch is None:
-                self.batch = _tensors_in(self.torch, inputs)
         self.module_stack.append(module)
 
     def _module_post(self, module, inputs, output):
@@ -292,24 +288,17 @@ class Capture:
             self._fail(f"step {self.step}", e)
         finally:
             self.busy = False
-            self.batch = None
             self.last_loss = None
         if self.mode is not None:
             self.mode.after_step(self.step)
         elif self._global_hooks:
-            self._narrow_hooks()
+            self._drop_global_hooks()
 
-    def _narrow_hooks(self):
+    def _drop_global_hooks(self):
         for h in self._global_hooks:
             h.remove()
         self._global_hooks = []
         self.module_stack = []
-        for root in self.roots:
-            root.register_forward_pre_hook(self._root_pre)
-
-    def _root_pre(self, module, inputs):
-        if self.batch is None:
-            self.batch = _tensors_in(self.torch, inputs)
 
     def _log_step(self, opt):
         torch = self.torch
@@ -322,13 +311,10 @@ class Capture:
         names = [n or f"param_groups.{g}.{i}" for n, (g, i) in zip(self._names_for(params), group_pos)]
         for p in params:
             self.devices.add(str(p.device))
-        batch = self.batch or []
-        fps = self.fp.many(params + batch)
+        fps = self.fp.many(params)
         rec = {"step": self.step}
         if self.last_loss is not None:
             rec["loss"] = _number(self.last_loss.item())
-        if batch:
-            rec["batch"] = hashlib.sha256(",".join(fps[len(params):]).encode()).hexdigest()[:16]
         if params:
             rec["tensors"] = {name: {"checksum": fp} for name, fp in zip(names, fps)}
         self.log_file.write(json.dumps(rec, separators=(",", ":")) + "\n")
@@ -440,23 +426,6 @@ def _distributions():
     out = dict(sorted(out.items(), key=lambda kv: kv[0].lower()))
     text = "".join(f"{k}=={v}\n" for k, v in out.items())
     return out, hashlib.sha256(text.encode()).hexdigest()
-
-
-def _tensors_in(torch, obj):
-    out = []
-
-    def walk(o, depth):
-        if isinstance(o, torch.Tensor):
-            out.append(o)
-        elif depth < 4 and isinstance(o, (list, tuple)):
-            for x in o:
-                walk(x, depth + 1)
-        elif depth < 4 and isinstance(o, dict):
-            for x in o.values():
-                walk(x, depth + 1)
-
-    walk(obj, 0)
-    return out
 
 
 def crc_text(text):

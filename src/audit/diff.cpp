@@ -273,14 +273,16 @@ bool records_diverge(const ParsedStep& pa, const ParsedStep& pb, const Comparato
     d.detail = fmt::format("the batch fingerprint differs ({} vs {})", pa.batch, pb.batch);
   } else {
     d.kind = DivergenceKind::computation;
+    // "same batch" only when both records carry one (an automatic exec log has none).
+    const std::string same = pa.has_batch && pb.has_batch ? "same batch; " : "";
     if (!d.trace_phase.empty()) {
-      d.detail = fmt::format("same batch; first difference in {} at {}", d.trace_phase, d.trace_entry);
+      d.detail = fmt::format("{}first difference in {} at {}", same, d.trace_phase, d.trace_entry);
     } else if (tensors_differ) {
-      d.detail = fmt::format("same batch; {} differs{}", d.first_tensor, loss_differs ? " and the loss differs" : "");
+      d.detail = fmt::format("{}{} differs{}", same, d.first_tensor, loss_differs ? " and the loss differs" : "");
     } else if (loss_differs) {
-      d.detail = "same batch; the loss differs";
+      d.detail = same + "the loss differs";
     } else {
-      d.detail = "same batch; a metric differs";
+      d.detail = same + "a metric differs";
     }
   }
   if (loss_differs) {
