@@ -408,7 +408,6 @@ ojson exec_manifest(const ExecPlan& plan, const RunDir& run, const std::vector<P
   return m;
 }
 
-// Runs the program once into `dir`; failures (exit status, bad step log) go to `failures`.
 // The framework facts reprun_capture wrote (null when it wrote none); the file is removed.
 ojson take_framework_facts(const RunDir& run, std::vector<std::string>& notes) {
   const std::string path = run.file(RunFile::framework_facts);
@@ -426,6 +425,8 @@ ojson take_framework_facts(const RunDir& run, std::vector<std::string>& notes) {
   return j;
 }
 
+// Runs the program once into `dir` (a replay adds what `replay` asks for); failures (exit status,
+// bad step log) go to `failures`.
 CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vector<std::string>& failures,
                   bool& any_step_log, const ReplaySpec& replay = {}) {
   CheckRun res;
