@@ -580,7 +580,6 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   constexpr int k_attempts = 3;
   OpDivergence od;
   int attempt = 1;
-  std::string trace_a;
   for (; attempt <= k_attempts; ++attempt) {
     const fs::path root = fs::path(plan.opt.work_dir) / fmt::format("replay-{}.{}", pair.run, attempt);
     std::vector<std::string> failures;
@@ -595,7 +594,7 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
       loc.note = "op-level localization: a replay failed: " + failures.front();
       return loc;
     }
-    trace_a = RunDir::open(dir_a).file(RunFile::op_trace);
+    const std::string trace_a = RunDir::open(dir_a).file(RunFile::op_trace);
     const std::string trace_b = RunDir::open(dir_b).file(RunFile::op_trace);
     std::error_code ec;
     if (!fs::exists(trace_a, ec) || !fs::exists(trace_b, ec)) {
@@ -603,7 +602,12 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
                  "replaced sys.meta_path)";
       return loc;
     }
-    od = compare_op_traces(trace_a, trace_b);
+    try {
+      od = compare_op_traces(trace_a, trace_b);
+    } catch (const Error& e) { // a damaged trace: the runs' own verdict stands
+      loc.note = std::string("op-level localization: ") + e.what();
+      return loc;
+    }
     if (od.kind != OpDivergence::Kind::none) {
       break;
     }
@@ -616,12 +620,10 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     return loc;
   }
   const OpCause cause = op_cause(od, fa, fb, env_thread_difference(ma, mb));
+  const OpRecord& r = od.a.op.empty() ? od.b : od.a;
   // The operation found is the most direct cause: first among the likely causes.
   pair.diff.diagnosis.insert(pair.diff.diagnosis.begin(),
-                             Diagnosis{fmt::format("{} at {}: {}", short_op_name(od.a.op.empty() ? od.b.op : od.a.op),
-                                                   (od.a.op.empty() ? od.b : od.a).where, cause.reason),
-                                       cause.fix});
-  const OpRecord& r = od.a.op.empty() ? od.b : od.a;
+                             Diagnosis{fmt::format("{} at {}: {}", short_op_name(r.op), r.where, cause.reason), cause.fix});
   loc.found = true;
   loc.step = r.step;
   loc.phase = r.phase;
