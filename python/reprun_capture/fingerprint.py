@@ -69,7 +69,7 @@ def _plain(torch, t):
 def _crc(torch, t):
     """CRC-32 of a contiguous CPU tensor's bytes (dtypes numpy lacks are read as integers)."""
     view = _int_view_dtype(torch, t.dtype)
-    if t.dtype == torch.bfloat16 or (view is not None and t.dtype not in (torch.float64, torch.float32, torch.float16)):
+    if view is not None and t.dtype not in (torch.float64, torch.float32, torch.float16):  # bfloat16, float8
         t = t.view(view)
     return zlib.crc32(t.numpy().reshape(-1).view("u1")) if t.numel() else 0
 
@@ -121,16 +121,9 @@ class Fingerprinter:
         return total
 
     def many(self, tensors):
-        """Fingerprint strings of `tensors` (torch.Tensor each), in order; "-" for what cannot be read."""
-        return self.snapshot(tensors)()
-
-    def one(self, t):
-        return self.many([t])[0]
-
-    def snapshot(self, tensors):
-        """Fingerprints `tensors` as they are now; returns a function that gives the strings. CPU
-        tensors are done at once; device tensors are reduced to their sums by kernels queued now,
-        stacked per device, and cross to the host (one transfer per device) when the function runs."""
+        """Fingerprint strings of `tensors` (torch.Tensor each), in order; "-" for what cannot be read.
+        Device tensors are reduced to their sums on the device, stacked per device, and cross to the
+        host in one transfer per device."""
         torch = self.torch
         xxh3 = _native_xxh3()
         out = [None] * len(tensors)
@@ -151,12 +144,11 @@ class Fingerprinter:
                     out[i] = "d%08x" % zlib.crc32(_header(t))
                 else:
                     sums.setdefault(str(plain.device), []).append((i, _header(t), self._device_sum(plain)))
-            stacked = [(items, torch.stack([s for _, _, s in items])) for items in sums.values()]
-
-        def finish():
-            for items, values in stacked:
-                for (i, header, _), v in zip(items, values.tolist()):
+            for items in sums.values():
+                values = torch.stack([s for _, _, s in items]).tolist()
+                for (i, header, _), v in zip(items, values):
                     out[i] = "d%08x%016x" % (zlib.crc32(header), v & 0xFFFFFFFFFFFFFFFF)
-            return out
+        return out
 
-        return finish
+    def one(self, t):
+        return self.many([t])[0]
