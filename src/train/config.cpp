@@ -32,7 +32,7 @@ const std::vector<std::string>& all_keys() {
       "seed", "description", "format", "data", "model", "optimizer", "training", "determinism",
       "data.kind", "data.samples", "data.features", "data.classes", "data.noise", "data.path",
       "data.label_column", "data.header", "data.images", "data.labels", "data.validation_fraction",
-      "data.normalize", "model.hidden", "model.activation", "model.dropout", "optimizer.name", "optimizer.lr",
+      "data.normalize", "data.seed", "model.hidden", "model.activation", "model.dropout", "optimizer.name", "optimizer.lr",
       "optimizer.momentum", "optimizer.beta1", "optimizer.beta2", "optimizer.eps", "optimizer.weight_decay",
       "training.batch_size", "training.epochs", "training.steps", "training.accumulation",
       "training.checkpoint_every", "training.checkpoint_keep", "training.eval_every", "training.eval_batch_size",
@@ -295,6 +295,9 @@ void parse_data(const ojson& o, const std::string& src, DataConfig& d) {
   }
   d.validation_fraction = s.number("validation_fraction", d.validation_fraction, 0.0, 0.9);
   d.normalize = s.choice("normalize", d.normalize, {"none", "standard"});
+  if (s.find("seed")) {
+    d.seed = static_cast<uint64_t>(s.integer("seed", 0, 0, std::numeric_limits<int32_t>::max()));
+  }
   for (const auto& [key, kind] : {std::pair{"samples", "synthetic"}, {"features", "synthetic"}, {"noise", "synthetic"},
                                   {"path", "csv"}, {"label_column", "csv"}, {"header", "csv"},
                                   {"images", "idx"}, {"labels", "idx"}}) {
@@ -529,6 +532,9 @@ ojson config_to_json(const Config& c) {
   }
   d["validation_fraction"] = c.data.validation_fraction;
   d["normalize"] = c.data.normalize;
+  if (c.data.seed) {
+    d["seed"] = *c.data.seed; // absent: the experiment seed (so configs without it resolve as before)
+  }
   j["data"] = d;
   j["model"] = {{"hidden", c.model.hidden}, {"activation", c.model.activation}, {"dropout", c.model.dropout}};
   ojson o;
@@ -583,6 +589,8 @@ void take_data_decisions(DataConfig& c, const DataConfig& resolved) {
     }
   }
 }
+
+uint64_t data_seed(const Config& c) { return c.data.seed.value_or(c.seed); }
 
 std::string resolve_data_path(const Config& c, const std::string& p) {
   std::filesystem::path path(p);

@@ -179,7 +179,7 @@ Dataset load_dataset(Config& cfg, ThreadPool* pool) {
   DataConfig& dc = cfg.data;
   Dataset d;
   if (dc.kind == "synthetic") {
-    d = make_synthetic(dc, cfg.seed, pool);
+    d = make_synthetic(dc, data_seed(cfg), pool);
   } else if (dc.kind == "csv") {
     const std::string root = resolve_data_path(cfg, dc.path);
     const long configured_column = dc.label_column;

@@ -60,13 +60,18 @@ std::string default_run_dir(const std::string& config_path) {
   return dir;
 }
 
-ojson stream_table(uint64_t seed) {
+// Every stream with its key: the data's streams (split, synthetic data) draw under data.seed when
+// the config sets one, the others under the experiment seed.
+ojson stream_table(const Config& cfg) {
   ojson s;
   const std::pair<const char*, Stream> streams[] = {
       {"init", Stream::init},       {"split", Stream::split},           {"shuffle", Stream::shuffle},
       {"dropout", Stream::dropout}, {"data_means", Stream::data_means}, {"data_noise", Stream::data_noise},
       {"data_labels", Stream::data_labels}};
   for (const auto& [name, id] : streams) {
+    const bool data_stream = id == Stream::split || id == Stream::data_means || id == Stream::data_noise ||
+                             id == Stream::data_labels;
+    const uint64_t seed = data_stream ? data_seed(cfg) : cfg.seed;
     s[name] = {{"generator", "philox4x32-10"},
                {"key", {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}},
                {"counter_word3", static_cast<uint32_t>(id)}};
@@ -90,7 +95,11 @@ ojson build_manifest(const TrainOptions& opt, const Config& cfg, const std::stri
   ojson resolved = config_to_json(cfg);
   m["config"] = resolved;
   m["config_digest"] = result_config_digest(resolved.dump());
-  m["seeds"] = {{"experiment", cfg.seed}, {"drawn_from_os", cfg.seed_drawn}, {"streams", stream_table(cfg.seed)}};
+  m["seeds"] = {{"experiment", cfg.seed}, {"drawn_from_os", cfg.seed_drawn}};
+  if (cfg.data.seed) {
+    m["seeds"]["data"] = *cfg.data.seed;
+  }
+  m["seeds"]["streams"] = stream_table(cfg);
   ojson files = ojson::array();
   for (const auto& f : data.files) {
     files.push_back({{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}});
@@ -346,7 +355,7 @@ void prepare(Session& s) {
                                 s.manifest["data"].value("fingerprint", "") + " -> " + s.data.fingerprint +
                                 "); resuming would not reproduce the run");
   }
-  s.split = split_dataset(s.data, cfg.data.validation_fraction, cfg.seed);
+  s.split = split_dataset(s.data, cfg.data.validation_fraction, data_seed(cfg));
   if (s.split.train.empty()) {
     throw Error(cfg.source, "data.validation_fraction: leaves no training samples");
   }

@@ -6,6 +6,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct DataConfig {
   // all kinds
   double validation_fraction = 0.1;
   std::string normalize = "standard"; // none | standard (statistics of the training split)
+  // The seed of the data's random draws (synthetic data, the train/validation split); absent
+  // (nullopt): the experiment seed. `reprun search` fixes it, so that every trial sees the same data.
+  std::optional<uint64_t> seed;
 };
 
 struct ModelConfig {
@@ -98,6 +102,9 @@ void apply_override(nlohmann::ordered_json& doc, const std::string& assignment);
 // column), takes the value of `resolved` (a run's resolved config): what a config states can then be
 // compared with a run's before any data is read.
 void take_data_decisions(DataConfig& c, const DataConfig& resolved);
+
+// The seed of the data's draws: data.seed, else the experiment seed.
+uint64_t data_seed(const Config& c);
 
 // Absolute data path for a config-relative path.
 std::string resolve_data_path(const Config& c, const std::string& p);
