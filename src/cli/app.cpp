@@ -24,6 +24,8 @@ const std::vector<CommandSpec>& commands() {
       {"diff", "Compare two runs: identical or not, what changed, where they part", add_diff},
       {"check", "CI gate: train several times (varying threads, accumulation, resume) and require identical bits",
        add_check},
+      {"search", "Hyperparameter search driven by the experiment seed: the same trials and winner for any --jobs",
+       add_search},
       {"exec", "Audit any training program (PyTorch, TensorFlow, JAX, scripts): run it N times pinned, record, diff",
        add_exec},
       {"selftest", "Prove the gate can fail: inject faults it must catch, and require the true runs to pass",
@@ -37,6 +39,24 @@ const std::vector<CommandSpec>& commands() {
 std::vector<std::string> command_line() { return g_argv; }
 
 bool stderr_is_terminal() { return ::isatty(2) == 1; }
+
+namespace {
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_stop_signal(int sig) {
+  g_stop.store(true);
+  std::signal(sig, SIG_DFL); // a second signal ends the process at once
+}
+} // namespace
+
+const std::atomic<bool>* install_stop_handler() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  return &g_stop;
+}
 
 int run_main(int argc, char** argv) {
   g_argv.assign(argv, argv + argc);

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@ std::vector<std::string> command_line(); // reprun's own argv, as recorded in ma
 // The arguments after the first "--" (the program of `reprun exec`).
 const std::vector<std::string>& args_after_dashes();
 bool stderr_is_terminal();
+// SIGINT and SIGTERM set the returned flag (the command stops cleanly, exit 130); a second signal
+// ends the process at once.
+const std::atomic<bool>* install_stop_handler();
 
 // check and exec: where the runs go, and the reports they write.
 struct WorkDir {
@@ -58,5 +62,6 @@ Action add_env(CLI::App& sub);
 Action add_hash(CLI::App& sub);
 Action add_exec(CLI::App& sub);
 Action add_selftest(CLI::App& sub);
+Action add_search(CLI::App& sub);
 
 } // namespace reprun::cli

@@ -7,20 +7,13 @@
 #include <chrono>
 #include <csignal>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <iostream>
 #include <memory>
 
 namespace reprun::cli {
 
 namespace {
-
-std::atomic<bool> g_stop{false};
-
-extern "C" void on_stop_signal(int sig) {
-  g_stop.store(true);
-  // A second signal ends the process at once.
-  std::signal(sig, SIG_DFL);
-}
 
 struct TrainFlags {
   std::string config;
@@ -32,6 +25,7 @@ struct TrainFlags {
   bool quiet = false;
   long kill_after = 0;
   std::vector<std::string> env_allow;
+  std::string search_trial;
 };
 
 std::string bar(long step, long total) {
@@ -50,17 +44,17 @@ int run(const TrainFlags& f) {
   opt.threads = f.threads;
   opt.command_line = command_line();
   opt.kill_after_step = f.kill_after;
+  if (!f.search_trial.empty()) {
+    if (!nlohmann::ordered_json::accept(f.search_trial)) {
+      throw Error("--search-trial", "expected a JSON object");
+    }
+    opt.search_trial = f.search_trial;
+  }
   opt.env_allow = f.env_allow;
-  opt.stop = &g_stop;
+  opt.stop = install_stop_handler();
   if (f.config.empty() && f.resume.empty()) {
     throw Error("train: give a CONFIG.json, or --resume RUN_DIR");
   }
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-
   const bool tty = stderr_is_terminal();
   auto last_print = std::chrono::steady_clock::now();
   if (!f.quiet) {
@@ -124,6 +118,8 @@ Action add_train(CLI::App& sub) {
   sub.add_option("--env-allow", f->env_allow, "Also record environment variables matching PATTERN (glob)");
   sub.add_option("--kill-after-step", f->kill_after,
                  "Testing aid: SIGKILL this process right after logging the given step")
+      ->group("");
+  sub.add_option("--search-trial", f->search_trial, "Internal: reprun search's facts of the trial (JSON)")
       ->group("");
   return [f] { return run(*f); };
 }

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -90,7 +91,7 @@ void write_all(int fd, const char* p, size_t n) {
 // In the forked child: stdin from /dev/null, output into the pipes, default signals, then exec.
 // Only async-signal-safe calls; an exec failure is reported to the parent through `exec_fd`.
 [[noreturn]] void exec_child(const ProcessSpec& spec, const std::string& exe, char* const* args, char* const* envp,
-                             int out_fd, int err_fd, int exec_fd) {
+                             int out_fd, int err_fd, int exec_fd, pid_t parent) {
   int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull >= 0) {
     ::dup2(devnull, 0);
@@ -99,6 +100,14 @@ void write_all(int fd, const char* p, size_t n) {
   ::dup2(err_fd, 2);
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
+  if (spec.die_with_parent) {
+    // Ends with the thread that forked us (run_process waits in it until we exit); a parent that
+    // died before the call leaves us with another parent, and then we end at once.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) {
+      ::_exit(137);
+    }
+  }
   if (spec.cwd.empty() || ::chdir(spec.cwd.c_str()) == 0) {
     ::execve(exe.c_str(), args, envp ? envp : environ);
   }
@@ -169,12 +178,13 @@ ProcessResult run_process(const ProcessSpec& spec) {
   }
   args.push_back(nullptr);
   const auto t0 = std::chrono::steady_clock::now();
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     throw Error(std::string("cannot start a process: ") + std::strerror(errno));
   }
   if (pid == 0) {
-    exec_child(spec, exe, args.data(), spec.env ? envp.data() : nullptr, p_out[1], p_err[1], p_exec[1]);
+    exec_child(spec, exe, args.data(), spec.env ? envp.data() : nullptr, p_out[1], p_err[1], p_exec[1], parent);
   }
   ::close(p_out[1]);
   ::close(p_err[1]);

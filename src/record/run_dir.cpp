@@ -135,7 +135,8 @@ long checkpoint_name_step(const std::string& name) {
   return std::strtol(digits.c_str(), nullptr, 10);
 }
 
-// Written atomically, never through a symbolic link.
+} // namespace
+
 void write_json(const std::string& path, const ojson& j) {
   refuse_link(path);
   write_file_atomic(path, j.dump(2) + "\n");
@@ -153,7 +154,17 @@ ojson read_json_object(const std::string& path, const char* what) {
   }
 }
 
-} // namespace
+RunLock lock_directory(const std::string& lock_path, const std::string& dir, const char* what) {
+  int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+  if (fd < 0) {
+    throw Error(lock_path, std::string("cannot create lock file: ") + std::strerror(errno));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    throw Error(dir, fmt::format("another reprun process is writing this {} (locked)", what));
+  }
+  return RunLock(fd);
+}
 
 // ---- AppendLog ----------------------------------------------------------------------------------
 
@@ -238,18 +249,7 @@ std::string RunDir::existing_file(RunFile f) const {
   return p;
 }
 
-RunLock RunDir::lock() const {
-  std::string path = file(RunFile::lock);
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
-  if (fd < 0) {
-    throw Error(path, std::string("cannot create lock file: ") + std::strerror(errno));
-  }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    ::close(fd);
-    throw Error(m_path, "another reprun process is writing this run directory (locked)");
-  }
-  return RunLock(fd);
-}
+RunLock RunDir::lock() const { return lock_directory(file(RunFile::lock), m_path, "run directory"); }
 
 void RunDir::write_manifest(const ojson& manifest) const { write_json(file(RunFile::manifest), manifest); }
 

@@ -1,6 +1,7 @@
 // Shared between the report renderers (not part of the public API).
 #pragma once
 
+#include "reprun/audit/search.hpp"
 #include "reprun/report/report.hpp"
 
 #include <string>
@@ -31,5 +32,13 @@ struct GapRow {
   bool peak = false;
 };
 std::vector<GapRow> gap_rows(const DiffResult& r);
+
+// Search reports (report_search.cpp: text and JSON; report_search_markup.cpp: Markdown and HTML).
+std::string render_leaderboard_text(const SearchRecord& s, bool color);
+std::string render_leaderboard_markdown(const SearchRecord& s);
+std::string render_leaderboard_html(const SearchRecord& s);
+std::string render_search_diff_text(const SearchDiff& d, bool color);
+std::string render_search_diff_markdown(const SearchDiff& d);
+std::string render_search_diff_html(const SearchDiff& d);
 
 } // namespace reprun

@@ -494,6 +494,10 @@ Config parse_config(const std::string& text, const std::string& source, const st
   parse_training(t ? *t : empty_object(), source, c.training);
   const ojson* det = top.object("determinism");
   parse_determinism(det ? *det : empty_object(), source, c.determinism);
+  if (doc.contains("search") && !doc["search"].is_null()) {
+    throw Error(source, "search: this config describes a hyperparameter search: run it with reprun search "
+                        "(to train its base config alone, add --set search=null)");
+  }
   top.find("format"); // allowed: "reprun.config/1"
   top.find("description");
   top.finish();
@@ -589,6 +593,8 @@ void take_data_decisions(DataConfig& c, const DataConfig& resolved) {
     }
   }
 }
+
+const std::vector<std::string>& config_keys() { return all_keys(); }
 
 uint64_t data_seed(const Config& c) { return c.data.seed.value_or(c.seed); }
 

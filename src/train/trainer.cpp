@@ -100,6 +100,9 @@ ojson build_manifest(const TrainOptions& opt, const Config& cfg, const std::stri
     m["seeds"]["data"] = *cfg.data.seed;
   }
   m["seeds"]["streams"] = stream_table(cfg);
+  if (!opt.search_trial.empty()) {
+    m["search"] = ojson::parse(opt.search_trial);
+  }
   ojson files = ojson::array();
   for (const auto& f : data.files) {
     files.push_back({{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}});

@@ -18,6 +18,7 @@ struct ProcessSpec {
   bool append = false;                                      // append to the output files
   std::string* capture_stdout = nullptr;                    // also collect stdout here
   std::string cwd;                                          // "" = ours
+  bool die_with_parent = false;                             // SIGKILL the child when we die (PR_SET_PDEATHSIG)
 };
 
 struct ProcessResult {

@@ -93,7 +93,7 @@ public:
   ~RunLock();
 
 private:
-  friend class RunDir;
+  friend RunLock lock_directory(const std::string& lock_path, const std::string& dir, const char* what);
   explicit RunLock(int fd) : m_fd(fd) {}
   int m_fd = -1;
 };
@@ -161,6 +161,15 @@ private:
   explicit RunDir(std::string path) : m_path(std::move(path)) {}
   std::string m_path;
 };
+
+// Takes the exclusive lock (flock on `lock_path`, created) of directory `dir`; throws Error naming
+// `dir` ("another reprun process is writing this <what> (locked)") when another process holds it.
+RunLock lock_directory(const std::string& lock_path, const std::string& dir, const char* what);
+
+// A JSON file written atomically (indented, never through a symbolic link), and one read back as an
+// object; the reader throws Error naming the file, what it is, and where it is corrupt.
+void write_json(const std::string& path, const nlohmann::ordered_json& j);
+nlohmann::ordered_json read_json_object(const std::string& path, const char* what);
 
 // Throws Error when `path` is a symbolic link (reprun never follows one inside a run directory).
 void refuse_link(const std::string& path);

@@ -95,6 +95,9 @@ nlohmann::ordered_json config_to_json(const Config& c);
 // Reads back a resolved config (from a manifest); throws Error naming `source`.
 Config config_from_json(const nlohmann::ordered_json& j, const std::string& source);
 
+// Every key of the config, dotted ("optimizer.lr"), sections too ("optimizer"), in docs/config.md order.
+const std::vector<std::string>& config_keys();
+
 // Applies one KEY=VALUE override to a JSON document (the value parsed as JSON, else a string).
 void apply_override(nlohmann::ordered_json& doc, const std::string& assignment);
 

@@ -22,7 +22,9 @@ enum class Stream : uint32_t {
   dropout = 4,    // (step, layer, sample-in-batch, unit/4)
   data_means = 5, // synthetic data: class centres (class, feature/4)
   data_noise = 6, // synthetic data: sample noise (sample, feature)
-  data_labels = 7 // synthetic data: sample labels (sample/4)
+  data_labels = 7, // synthetic data: sample labels (sample/4)
+  search = 8,      // reprun search: trial values (trial, space key, 0) and TPE candidates (trial, key, 1 + draw)
+  trial_seed = 9   // reprun search: the seed of trial k (k)
 };
 
 // A draw of 4 words at coordinates (a, b, c) of `stream` under experiment seed `seed`.

@@ -37,6 +37,8 @@ struct TrainOptions {
   std::vector<std::string> command_line;
   long kill_after_step = 0;            // testing aid: SIGKILL ourselves after logging this step
   std::vector<std::string> env_allow;  // --env-allow: more environment variables to record
+  std::string search_trial;            // `reprun search` trains a trial: its facts (a JSON object) go to
+                                       // the new run's manifest as "search"
   const World* world = nullptr;        // the outside world; nullptr = the real machine
   std::function<void(const Progress&)> on_progress;
   std::function<void(const std::string&)> on_note; // one-line notes (run directory, resume point)
