@@ -3,7 +3,12 @@
 
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/audit/diff.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/record/search_dir.hpp"
 #include "reprun/report/report.hpp"
+#include "reprun/report/search_report.hpp"
+
+#include <fmt/format.h>
 
 #include <iostream>
 #include <memory>
@@ -33,6 +38,25 @@ int run(const DiffFlags& f) {
     opt.max_ulps = static_cast<uint64_t>(f.max_ulps);
   }
   opt.ignore_meta = f.ignore;
+  const bool sa = SearchDir::holds_search(f.a), sb = SearchDir::holds_search(f.b);
+  if (sa || sb) {
+    if (!(sa && sb)) {
+      throw Error(sa ? f.b : f.a, fmt::format("not a search directory (no search.json), but {} is one: compare two "
+                                              "searches, or two trials (SEARCH/trial-0007)",
+                                              sa ? f.a : f.b));
+    }
+    if (fmt == ReportFormat::junit) {
+      throw Error("--format", "two searches compare as text, json, markdown or html");
+    }
+    SearchDiff d = diff_searches(f.a, f.b, opt);
+    if (f.out.empty()) {
+      std::cout << render_search_diff(d, fmt, fmt == ReportFormat::text && want_color());
+    } else {
+      write_file_atomic(f.out, render_search_diff(d, fmt, false));
+      std::cout << d.verdict << "\n";
+    }
+    return d.identical ? 0 : 1;
+  }
   DiffResult r = diff_runs(f.a, f.b, opt);
   if (f.out.empty()) {
     std::cout << render_diff(r, fmt, fmt == ReportFormat::text && want_color());
@@ -46,8 +70,8 @@ int run(const DiffFlags& f) {
 
 Action add_diff(CLI::App& sub) {
   auto f = std::make_shared<DiffFlags>();
-  sub.add_option("run_a", f->a, "First run directory (or steps.jsonl file)")->required();
-  sub.add_option("run_b", f->b, "Second run directory (or steps.jsonl file)")->required();
+  sub.add_option("run_a", f->a, "First run directory (or steps.jsonl file, or search directory)")->required();
+  sub.add_option("run_b", f->b, "Second run directory (or steps.jsonl file, or search directory)")->required();
   sub.add_option("--format", f->format, "Report format: text, json, markdown, junit, html");
   sub.add_option("-o,--output", f->out, "Write the report to FILE (the verdict still goes to stdout)");
   sub.add_option("--rtol", f->rtol, "Tolerance mode: relative tolerance for losses and norms")->check(CLI::NonNegativeNumber);

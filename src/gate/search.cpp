@@ -280,8 +280,8 @@ private:
     if (m_opt.stop && m_opt.stop->load()) {
       throw Interrupted{};
     }
-    RunDir run = RunDir::open(dir);
-    const std::string status = run.read_summary().value("status", "");
+    const std::string status =
+        RunDir::holds_run(dir) ? RunDir::open(dir).read_summary().value("status", "") : std::string();
     const bool failed_run = pr.exit_code == 1 && status.rfind("failed", 0) == 0; // a non-finite loss: a result
     if (pr.exit_code != 0 && !failed_run) {
       const std::string last = last_line(ps.stdout_path);
@@ -290,6 +290,7 @@ private:
                               "--resume {}",
                               pr.describe(), last.empty() ? "" : ": " + last, ps.stdout_path, m_dir.path()));
     }
+    RunDir run = RunDir::open(dir);
     std::optional<double> value;
     if (!failed_run) {
       value = t.budget > 0 ? eval_metric_at(run, t.budget * steps_per_epoch(run), metric) : run_metric(run);

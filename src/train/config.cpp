@@ -596,6 +596,25 @@ void take_data_decisions(DataConfig& c, const DataConfig& resolved) {
 
 const std::vector<std::string>& config_keys() { return all_keys(); }
 
+std::string suggest_config_key(const std::string& dotted) {
+  // the whole dotted key against every key first ("optimizer.learning_rate" -> 'optimizer.lr' by
+  // alias; "optimiser.lr" by spelling), then as a key of its section
+  const auto dot = dotted.rfind('.');
+  const std::string prefix = dot == std::string::npos ? "" : dotted.substr(0, dot + 1);
+  const std::string leaf = dot == std::string::npos ? dotted : dotted.substr(dot + 1);
+  std::vector<std::string> known;
+  for (const auto& k : all_keys()) {
+    if (!prefix.empty() && k.rfind(prefix, 0) == 0 && k.find('.', prefix.size()) == std::string::npos) {
+      known.push_back(k.substr(prefix.size()));
+    }
+  }
+  std::string s = suggest_key(prefix, leaf, known);
+  if (!s.empty() && !prefix.empty() && s.find('.') == std::string::npos) {
+    s = " (did you mean '" + prefix + s.substr(std::string(" (did you mean '").size()); // name it in full
+  }
+  return s.empty() ? did_you_mean(dotted, all_keys()) : s;
+}
+
 uint64_t data_seed(const Config& c) { return c.data.seed.value_or(c.seed); }
 
 std::string resolve_data_path(const Config& c, const std::string& p) {

@@ -256,6 +256,14 @@ SearchSpec parse_spec(const ojson& s, const std::string& source) {
   if (!s.is_object()) {
     throw Error(source, fmt::format("search: expected an object {{...}}, got {}", show(s)));
   }
+  static const std::vector<std::string> k_keys = {"method",     "trials",     "metric",    "direction",
+                                                 "space",      "min_epochs", "max_epochs", "reduction",
+                                                 "batch",      "startup",    "candidates"};
+  for (auto it = s.begin(); it != s.end(); ++it) { // an unknown key first: it may be a misspelt required one
+    if (std::find(k_keys.begin(), k_keys.end(), it.key()) == k_keys.end()) {
+      throw Error(source, fmt::format("search.{}: unknown key{}", it.key(), did_you_mean(it.key(), k_keys)));
+    }
+  }
   Keys k(s, "search.", source);
   SearchSpec spec;
   spec.method = k.choice("method", "random", k_methods);
@@ -280,13 +288,7 @@ SearchSpec parse_spec(const ojson& s, const std::string& source) {
   for (auto it = space->begin(); it != space->end(); ++it) {
     const std::string& key = it.key();
     if (std::find(keys.begin(), keys.end(), key) == keys.end() || is_section(key)) {
-      std::vector<std::string> leaves;
-      for (const auto& c : keys) {
-        if (!is_section(c)) {
-          leaves.push_back(c);
-        }
-      }
-      throw Error(source, fmt::format("search.space.{}: not a config key{}", key, did_you_mean(key, leaves)));
+      throw Error(source, fmt::format("search.space.{}: not a config key{}", key, suggest_config_key(key)));
     }
     if (std::string why = unsearchable(key, spec.method); !why.empty()) {
       throw Error(source, fmt::format("search.space.{}: cannot be searched: {}", key, why));
@@ -563,7 +565,10 @@ SearchConfig parse_search_config(const std::string& text, const std::string& sou
     } else {
       tries = {value_text(p, p.lo), value_text(p, p.hi)};
       if (p.kind != "int_uniform") {
-        tries.push_back(number_json(p.kind == "log_uniform" ? std::sqrt(p.lo * p.hi) : 0.5 * (p.lo + p.hi)));
+        // an interior point that is no round number: a range over an integer key fails here, not in a trial
+        const double f = 0.3819660112501051;
+        tries.push_back(number_json(p.kind == "log_uniform" ? mathfn::exp(mathfn::log(p.lo) * (1 - f) + mathfn::log(p.hi) * f)
+                                                           : p.lo + (p.hi - p.lo) * f));
       }
     }
     for (const auto& v : tries) {

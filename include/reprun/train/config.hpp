@@ -97,6 +97,8 @@ Config config_from_json(const nlohmann::ordered_json& j, const std::string& sour
 
 // Every key of the config, dotted ("optimizer.lr"), sections too ("optimizer"), in docs/config.md order.
 const std::vector<std::string>& config_keys();
+// " (did you mean 'optimizer.lr'?)" for an unknown dotted key, or "".
+std::string suggest_config_key(const std::string& dotted);
 
 // Applies one KEY=VALUE override to a JSON document (the value parsed as JSON, else a string).
 void apply_override(nlohmann::ordered_json& doc, const std::string& assignment);
