@@ -22,4 +22,15 @@ echo "   exit code: $rc (1 = the runs differ)"
 [[ $rc == 1 ]] || { echo "demo: the atomic check should find a difference" >&2; exit 1; }
 
 echo
+echo "== 3. reprun search examples/search-quickstart.json, with 1 job and with 2: the same trials and winner"
+"$reprun" search examples/search-quickstart.json -o "$work/search-1" --jobs 1 -q | head -n 6
+rc=${PIPESTATUS[0]}
+[[ $rc == 0 ]] || { echo "demo: the search should complete" >&2; exit 1; }
+"$reprun" search examples/search-quickstart.json -o "$work/search-2" --jobs 2 -q >/dev/null
+"$reprun" diff "$work/search-1" "$work/search-2" | head -n 1
+rc=${PIPESTATUS[0]}
+echo "   exit code: $rc (0 = the two searches are bitwise identical)"
+[[ $rc == 0 ]] || { echo "demo: the searches should be identical" >&2; exit 1; }
+
+echo
 echo "Run directories and an HTML report: $work"

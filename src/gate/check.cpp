@@ -4,9 +4,13 @@
 
 #include "reprun/audit/diff.hpp"
 #include "reprun/audit/localize.hpp"
+#include "reprun/audit/search.hpp"
+#include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/core/process.hpp"
 #include "reprun/record/run_dir.hpp"
+#include "reprun/record/search_dir.hpp"
+#include "reprun/train/search_space.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -36,12 +40,12 @@ std::vector<Dim> parse_vary(const std::vector<std::string>& vary) {
     auto eq = v.find('=');
     std::string name = v.substr(0, eq);
     if (eq == std::string::npos || eq + 1 >= v.size()) {
-      throw Error("--vary " + v, "expected DIM=V1,V2,... (threads, accumulation, eval_batch_size or resume)");
+      throw Error("--vary " + v, "expected DIM=V1,V2,... (threads, accumulation, eval_batch_size, resume or jobs)");
     }
-    if (name != "threads" && name != "accumulation" && name != "eval_batch_size" && name != "resume") {
+    if (name != "threads" && name != "accumulation" && name != "eval_batch_size" && name != "resume" && name != "jobs") {
       throw Error("--vary " + v,
-                  "unknown dimension '" + name + "'; expected threads, accumulation, eval_batch_size or resume" +
-                      did_you_mean(name, {"threads", "accumulation", "eval_batch_size", "resume"}));
+                  "unknown dimension '" + name + "'; expected threads, accumulation, eval_batch_size, resume or jobs" +
+                      did_you_mean(name, {"threads", "accumulation", "eval_batch_size", "resume", "jobs"}));
     }
     Dim d{name, {}};
     size_t start = eq + 1;
@@ -53,6 +57,9 @@ std::vector<Dim> parse_vary(const std::vector<std::string>& vary) {
       long x = std::strtol(tok.c_str(), &end, 10);
       if (tok.empty() || *end != '\0' || errno != 0 || x < 1 || x > 1'000'000'000) {
         throw Error("--vary " + v, "'" + tok + "' is not a positive integer");
+      }
+      if (name == "jobs" && x > 256) {
+        throw Error("--vary " + v, fmt::format("{} jobs: at most 256 (reprun search --jobs)", x));
       }
       if (name == "threads" && x > k_max_threads) {
         throw Error("--vary " + v, fmt::format("{} threads: at most {} (determinism.threads)", x, k_max_threads));
@@ -268,6 +275,77 @@ Localization localize_pair(const CheckPlan& plan, const CheckResult& res, const 
   return localize(d, rd, from, std::min(attempts, 3));
 }
 
+// A config with a search section: the whole search N times (reprun search in child processes,
+// --vary jobs), each compared with the first as `reprun diff SEARCH_A SEARCH_B` does, and their
+// leaderboards byte for byte.
+CheckResult run_search_check(const CheckOptions& opt, const std::vector<Dim>& dims,
+                             const std::function<void(const std::string&)>& note) {
+  const Dim* jobs = nullptr;
+  for (const auto& d : dims) {
+    if (d.name != "jobs") {
+      throw Error("--vary " + d.name, fmt::format("{} has a search section: a search check varies jobs only (each "
+                                                  "trial's own execution settings are checked by checking its config)",
+                                                  opt.config));
+    }
+    jobs = &d;
+  }
+  const int runs = count_runs(opt.runs, jobs ? jobs->values.size() : 0);
+  const std::string exe = opt.self_exe.empty() ? fs::read_symlink("/proc/self/exe").string() : opt.self_exe;
+  CheckResult res;
+  res.config = opt.config;
+  res.vary = opt.vary;
+  res.work_dir = opt.work_dir;
+  const auto dirs = plan_run_dirs(res.work_dir, runs, "check");
+  for (int i = 1; i <= runs; ++i) {
+    CheckRun run;
+    run.index = i;
+    run.dir = dirs[static_cast<size_t>(i - 1)];
+    const long j = jobs ? value_for(jobs, i) : 1;
+    run.variation = jobs ? fmt::format("jobs={}", j) : "";
+    std::vector<std::string> args = {"search", fs::absolute(opt.config).string(), "-o", run.dir, "--jobs",
+                                     std::to_string(j), "--quiet"};
+    for (const auto& s : opt.sets) {
+      args.insert(args.end(), {"--set", s});
+    }
+    const std::string log = run.dir + ".log";
+    note(fmt::format("run-{}: searching{}", i, run.variation.empty() ? "" : " (" + run.variation + ")"));
+    ChildResult c = run_child(exe, args, log);
+    if (c.exit_code != 0) {
+      const std::string why = last_line(log);
+      throw Error(fmt::format("run-{}", i), fmt::format("the search failed (exit {}): {} (log: {})", c.exit_code,
+                                                        why.empty() ? "no output" : why, log));
+    }
+    run.status = "complete";
+    res.runs.push_back(run);
+  }
+  DiffOptions dopt;
+  auto differ = [&](const std::string& a, const std::string& b) {
+    SearchDiff d = diff_searches(a, b, dopt);
+    DiffResult r = d.run_diff ? *d.run_diff : DiffResult{};
+    r.identical = d.identical;
+    r.verdict = d.verdict;
+    if (!r.a.is_run_dir) {
+      r.a.label = a;
+      r.b.label = b;
+    }
+    for (const auto& x : d.differences) {
+      r.notes.push_back("search differs: " + x);
+    }
+    for (const auto& x : d.trial_differences) {
+      r.notes.push_back(fmt::format("trial {}: {}", d.trial, x));
+    }
+    const std::string la = SearchDir::open(a).file(SearchFile::leaderboard_json);
+    const std::string lb = SearchDir::open(b).file(SearchFile::leaderboard_json);
+    if (r.identical && read_file(la) != read_file(lb)) {
+      r.identical = false;
+      r.verdict = "DIFFERENT: the leaderboards differ although every trial agrees (leaderboard.json)";
+    }
+    return r;
+  };
+  compare_runs(res, dopt, {}, fmt::format("{} searches identical: the same trials, runs and leaderboard", runs), differ);
+  return res;
+}
+
 } // namespace
 
 CheckResult run_check(const CheckOptions& opt) {
@@ -277,6 +355,18 @@ CheckResult run_check(const CheckOptions& opt) {
     }
   };
   std::vector<Dim> dims = parse_vary(opt.vary);
+  {
+    std::error_code ec;
+    if (fs::exists(opt.config, ec) && config_has_search(read_file(opt.config))) {
+      return run_search_check(opt, dims, note);
+    }
+  }
+  for (const auto& d : dims) {
+    if (d.name == "jobs") {
+      throw Error("--vary jobs", fmt::format("varies a search's parallelism, and {} has no search section",
+                                             opt.config));
+    }
+  }
   CheckPlan plan;
   size_t longest = 0;
   for (const auto& d : dims) {

@@ -38,13 +38,14 @@ std::vector<std::string> plan_run_dirs(const std::string& work_dir, int runs, co
 }
 
 void compare_runs(CheckResult& res, const DiffOptions& dopt, const std::function<void(CheckPair&)>& after_diff,
-                  const std::string& pass) {
+                  const std::string& pass,
+                  const std::function<DiffResult(const std::string&, const std::string&)>& differ) {
   res.identical = true;
   long differing = 0;
   for (size_t i = 1; i < res.runs.size(); ++i) {
     CheckPair pair;
     pair.run = res.runs[i].index;
-    pair.diff = diff_runs(res.runs[0].dir, res.runs[i].dir, dopt);
+    pair.diff = differ ? differ(res.runs[0].dir, res.runs[i].dir) : diff_runs(res.runs[0].dir, res.runs[i].dir, dopt);
     if (after_diff) {
       after_diff(pair);
     }

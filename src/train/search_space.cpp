@@ -545,6 +545,14 @@ SearchConfig parse_search_config(const std::string& text, const std::string& sou
     doc["seed"] = sc.base.seed; // the drawn experiment seed is part of the search from now on
   }
   sc.base_json = doc.dump();
+  // a missing data file would fail every trial: refuse it before the search directory is made
+  for (const auto& [key, path] : {std::pair{"data.path", sc.base.data.path}, {"data.images", sc.base.data.images},
+                                  {"data.labels", sc.base.data.labels}}) {
+    std::error_code ec;
+    if (!path.empty() && !std::filesystem::exists(resolve_data_path(sc.base, path), ec)) {
+      throw Error(source, fmt::format("{}: {}: no such file or directory", key, resolve_data_path(sc.base, path)));
+    }
+  }
   if (sc.base.data.validation_fraction <= 0.0) {
     throw Error(source, fmt::format("data.validation_fraction: the search's metric {} needs validation rows; "
                                     "set it above 0", sc.spec.metric));

@@ -140,6 +140,12 @@ pts = sorted((t["trial"], t["values"]["model.hidden"][0], round(t["values"]["opt
 assert pts == [(0, 8, 0.001), (1, 16, 0.001), (2, 8, 0.01), (3, 16, 0.01), (4, 8, 0.1), (5, 16, 0.1)], pts
 PY
 
+# -- check: the CI gate on a search config, varying the jobs ------------------------------------------
+expect_rc 0 "$REPRUN" check "$T/tpe.json" --vary jobs=1,2 -o "$T/ck"
+grep -q '^PASS: 2 searches identical' "$T/out" || fail "check of a search: $(head -5 "$T/out")"
+expect_error "--vary jobs: varies a search's parallelism" "$REPRUN" check "$EX/quickstart.json" --vary jobs=1,2
+expect_error "a search check varies jobs only" "$REPRUN" check "$T/tpe.json" --vary threads=1,2
+
 # -- bad input: one line, exit 2, the file and the key named -------------------------------------------
 search_config "$T/bad1.json" '{"method": "random", "trials": 4, "space": {"optimizer.lr": {"uniform": [0.3, 0.1]}}}'
 expect_error 'bad1.json: search.space.optimizer.lr.uniform: empty range' "$REPRUN" search "$T/bad1.json" -o "$T/b1"

@@ -54,7 +54,9 @@ std::vector<std::string> plan_run_dirs(const std::string& work_dir, int runs, co
 // pair. Sets res.pairs, res.identical and res.verdict: "PASS: <pass>" or "FAIL: k of N-1 runs
 // differ from run-1; run-i: <where>" (the localization's sentence when found, else the diff's
 // verdict).
+// `differ` (default: diff_runs) compares two runs' directories (a search check compares searches).
 void compare_runs(CheckResult& res, const DiffOptions& dopt, const std::function<void(CheckPair&)>& after_diff,
-                  const std::string& pass);
+                  const std::string& pass,
+                  const std::function<DiffResult(const std::string&, const std::string&)>& differ = {});
 
 } // namespace reprun
