@@ -14,6 +14,7 @@
 #include "reprun/train/settings.hpp"
 #include "reprun/train/state.hpp"
 #include "reprun/record/step_record.hpp"
+#include "reprun/record/steplog.hpp"
 #include "reprun/meta/snapshot.hpp"
 #include "reprun/core/threadpool.hpp"
 #include "reprun/meta/world.hpp"
@@ -561,6 +562,57 @@ RunSummary summary_of(const TrainResult& r, long total, const AppendLog& steps, 
 }
 
 // Phase 3 and 4: the step loop, then the summary.
+// A number of summary.json: a JSON number, or "NaN"/"Infinity"/"-Infinity" as written for
+// non-finite values; nullopt for null or a missing key.
+std::optional<double> summary_number(const ojson& summary, const char* key) {
+  auto it = summary.find(key);
+  if (it == summary.end() || it->is_null()) {
+    return std::nullopt;
+  }
+  if (it->is_number()) {
+    return it->get<double>();
+  }
+  const std::string v = it->is_string() ? it->get<std::string>() : "";
+  if (v == "NaN") {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  if (v == "Infinity" || v == "-Infinity") {
+    return v[0] == '-' ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  }
+  return std::nullopt;
+}
+
+// A run resumed from its checkpoint at step > 0 (its logs cut back to it) starts from the metrics its
+// logs hold there: that step's loss and the last evaluation. A resume with nothing left to train
+// (killed after its last checkpoint, before its summary) then still ends with the run's own metrics.
+void metrics_from_logs(const RunDir& run, TrainResult& r) {
+  auto last_line = [&](RunFile f) {
+    std::string last;
+    std::error_code ec;
+    if (std::filesystem::exists(run.file(f), ec)) {
+      StepLogReader reader(run.file(f));
+      std::string_view line;
+      while (reader.next(line)) {
+        last.assign(line);
+      }
+    }
+    return last;
+  };
+  double loss = 0.0;
+  if (quick_loss(last_line(RunFile::steps), loss)) {
+    r.train_loss = loss;
+  }
+  const ojson e = ojson::parse(last_line(RunFile::evals), nullptr, false);
+  if (e.is_object()) {
+    const auto vl = summary_number(e, "val_loss"), va = summary_number(e, "val_accuracy");
+    if (vl && va) {
+      r.has_val = true;
+      r.val_loss = *vl;
+      r.val_accuracy = *va;
+    }
+  }
+}
+
 class Loop {
 public:
   explicit Loop(Session& s)
@@ -577,6 +629,9 @@ public:
     m_res.run_dir = s.run->path();
     m_res.status = "running";
     m_res.steps = s.start_step;
+    if (s.start_step > 0) {
+      metrics_from_logs(*s.run, m_res);
+    }
   }
 
   TrainResult run(std::chrono::steady_clock::time_point t_start) {
@@ -732,26 +787,6 @@ private:
   TrainResult m_res;
   long m_done = 0; // steps computed by this process
 };
-
-// A number of summary.json: a JSON number, or "NaN"/"Infinity"/"-Infinity" as written for
-// non-finite values; nullopt for null or a missing key.
-std::optional<double> summary_number(const ojson& summary, const char* key) {
-  auto it = summary.find(key);
-  if (it == summary.end() || it->is_null()) {
-    return std::nullopt;
-  }
-  if (it->is_number()) {
-    return it->get<double>();
-  }
-  const std::string v = it->is_string() ? it->get<std::string>() : "";
-  if (v == "NaN") {
-    return std::numeric_limits<double>::quiet_NaN();
-  }
-  if (v == "Infinity" || v == "-Infinity") {
-    return v[0] == '-' ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-  }
-  return std::nullopt;
-}
 
 // The result of a run that was already complete: its recorded final metrics.
 TrainResult completed_run(const std::string& dir, const ojson& summary) {

@@ -76,4 +76,19 @@ cmp -s "$T/full/steps.jsonl" "$T/full_steps_before" || fail "forking changed the
 expect_error 'has no checkpoint at step 3 \(it keeps steps' "$REPRUN" train --resume "$T/full" -o "$T/fork_bad" --from-step 3
 [[ ! -e $T/fork_bad ]] || fail "a refused fork left a directory behind"
 expect_error "a resumed run may change execution settings only" "$REPRUN" train --resume "$T/full" --set optimizer.lr=0.5
+# Killed after its last checkpoint, before its final summary (here: the killed run given the full
+# run's logs and last checkpoint): the resume has nothing left to train and ends with the run's own
+# metrics, not empty ones.
+last=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['steps'])" "$T/full/summary.json")
+run_rc "$REPRUN" train "$T/c.json" -o "$T/late" -q --kill-after-step "$last"
+[[ $RC == 137 ]] || fail "expected SIGKILL after the last step, got $RC"
+cp "$T/full/steps.jsonl" "$T/full/evals.jsonl" "$T/late/"
+cp "$T/full/checkpoints/$(printf 'step-%09d.ckpt' "$last")" "$T/late/checkpoints/"
+expect_rc 0 "$REPRUN" train --resume "$T/late" -q
+python3 - "$T/full/summary.json" "$T/late/summary.json" <<'PY' || fail "a resume with nothing to train lost the metrics"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+for k in ("status", "steps", "train_loss", "val_loss", "val_accuracy"):
+    assert a[k] == b[k], (k, a[k], b[k])
+PY
 pass
