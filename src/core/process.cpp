@@ -119,12 +119,17 @@ void write_all(int fd, const char* p, size_t n) {
 
 // Copies the child's stdout and stderr pipes to their files (and the tee, and the capture) until
 // both close.
-void pump_output(const ProcessSpec& spec, int pipe_out, int pipe_err, int out_fd, int err_fd) {
+void pump_output(const ProcessSpec& spec, pid_t pid, int pipe_out, int pipe_err, int out_fd, int err_fd) {
   struct pollfd fds[2] = {{pipe_out, POLLIN, 0}, {pipe_err, POLLIN, 0}};
   int open_count = 2;
   char buf[65536];
+  bool stop_sent = false;
   while (open_count > 0) {
-    int r = ::poll(fds, 2, -1);
+    if (spec.stop && !stop_sent && spec.stop->load()) {
+      ::kill(pid, SIGTERM);
+      stop_sent = true;
+    }
+    int r = ::poll(fds, 2, spec.stop && !stop_sent ? 200 : -1);
     if (r < 0) {
       if (errno == EINTR) {
         continue;
@@ -192,7 +197,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
   int exec_errno = 0;
   ssize_t got = ::read(p_exec[0], &exec_errno, sizeof(exec_errno));
   ::close(p_exec[0]);
-  pump_output(spec, p_out[0], p_err[0], out_fd, err_fd);
+  pump_output(spec, pid, p_out[0], p_err[0], out_fd, err_fd);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

@@ -1,6 +1,7 @@
 // `reprun search`: see include/reprun/gate/search.hpp.
 #include "reprun/gate/search.hpp"
 
+#include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/core/hash.hpp"
 #include "reprun/core/process.hpp"
@@ -276,6 +277,7 @@ private:
     ps.stderr_path = ps.stdout_path;
     ps.append = true;
     ps.die_with_parent = true;
+    ps.stop = m_opt.stop; // SIGTERM to the search stops its trials too (they save a checkpoint)
     ProcessResult pr = run_process(ps);
     if (m_opt.stop && m_opt.stop->load()) {
       throw Interrupted{};
@@ -449,10 +451,25 @@ SearchOutcome run_search(const SearchOptions& opt) {
     out.interrupted = true;
   }
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // A resumed search adds its processes' times to those recorded before.
+  ojson trials = search.timings();
+  double before = 0.0;
+  std::error_code ec;
+  if (!opt.resume_dir.empty() && fs::exists(dir->file(SearchFile::timings), ec)) {
+    const ojson old = ojson::parse(read_file(dir->file(SearchFile::timings)), nullptr, false);
+    if (old.is_object() && old.value("trials", ojson()).is_object()) {
+      for (auto it = old["trials"].begin(); it != old["trials"].end(); ++it) {
+        if (it->is_number()) {
+          trials[it.key()] = trials.value(it.key(), 0.0) + it->get<double>();
+        }
+      }
+      before = old.value("search_seconds", 0.0);
+    }
+  }
   ojson timings = {{"note", "wall seconds; they differ from run to run and are kept out of the leaderboard"},
-                   {"search_seconds", out.wall_seconds},
+                   {"search_seconds", before + out.wall_seconds},
                    {"jobs", opt.jobs},
-                   {"trials", search.timings()}};
+                   {"trials", trials}};
   dir->write(SearchFile::timings, timings.dump(2) + "\n");
   out.record = read_search(dir->path());
   return out;

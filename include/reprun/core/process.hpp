@@ -2,6 +2,7 @@
 // and stderr captured to files (and optionally copied to one of our descriptors as they arrive).
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <optional>
 #include <string>
@@ -19,6 +20,8 @@ struct ProcessSpec {
   std::string* capture_stdout = nullptr;                    // also collect stdout here
   std::string cwd;                                          // "" = ours
   bool die_with_parent = false;                             // SIGKILL the child when we die (PR_SET_PDEATHSIG)
+  const std::atomic<bool>* stop = nullptr;                  // once set, the child gets SIGTERM (our SIGTERM
+                                                            // reaches our children this way)
 };
 
 struct ProcessResult {
