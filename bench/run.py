@@ -200,13 +200,22 @@ def bench_gemm(results):
     results["gemm"] = rows
 
 
-def bench_digits(work, results):
+def digits_csv(work):
+    """scikit-learn's digits (1,797 rows, 64 features, 10 classes) as CSV in work/, or None."""
     src = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
+    dst = os.path.join(work, "digits.csv")
     if not os.path.exists(src):
+        return None
+    if not os.path.exists(dst):
+        with gzip.open(src, "rt") as f, open(dst, "w") as out:
+            out.write(f.read())
+    return dst
+
+
+def bench_digits(work, results):
+    if not digits_csv(work):
         results["digits"] = None
         return
-    with gzip.open(src, "rt") as f, open(os.path.join(work, "digits.csv"), "w") as out:
-        out.write(f.read())
     cfg = os.path.join(work, "digits.json")
     with open(cfg, "w") as f:
         json.dump({"seed": 1, "data": {"kind": "csv", "path": "digits.csv", "header": False, "validation_fraction": 0.2},
@@ -214,6 +223,46 @@ def bench_digits(work, results):
                    "training": {"batch_size": 32, "epochs": 20}}, f)
     run([REPRUN, "train", cfg, "-o", os.path.join(work, "digits-run"), "-q"])
     results["digits"] = json.load(open(os.path.join(work, "digits-run", "summary.json")))["val_accuracy"]
+
+
+def bench_search(work, results):
+    """`reprun search`: a 32-trial random search against the config it starts from (its default
+    values), on the same validation rows (the trials' data.seed is the experiment seed); and the
+    search's wall time with 1 and 2 jobs, whose leaderboards must be identical."""
+    space = {"optimizer.lr": {"log_uniform": [0.0003, 0.3]}, "model.hidden": {"choice": [[32], [64], [128], [128, 64]]},
+             "model.dropout": {"uniform": [0.0, 0.3]}, "optimizer.weight_decay": {"log_uniform": [1e-6, 1e-2]}}
+    cases = [("wine", os.path.join(ROOT, "examples", "wine-csv.json"), None)]
+    digits = digits_csv(work)
+    if digits:
+        base = {"seed": 1, "data": {"kind": "csv", "path": digits, "header": False, "validation_fraction": 0.2},
+                "model": {"hidden": [128]}, "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9},
+                "training": {"batch_size": 32, "epochs": 20}}
+        path = os.path.join(work, "digits-base.json")
+        with open(path, "w") as f:
+            json.dump(base, f)
+        cases.append(("digits", path, base))
+    out = {}
+    for name, base_path, base in cases:
+        if base is None:
+            base = json.load(open(base_path))
+            base["data"]["path"] = os.path.join(os.path.dirname(base_path), base["data"]["path"])
+        cfg = os.path.join(work, f"search-{name}.json")
+        with open(cfg, "w") as f:
+            json.dump(dict(base, search={"method": "random", "trials": 32, "space": space}), f)
+        run([REPRUN, "train", base_path, "-o", os.path.join(work, f"default-{name}"), "-q"])
+        default = json.load(open(os.path.join(work, f"default-{name}", "summary.json")))
+        seconds = {}
+        for jobs in (1, 2):
+            seconds[jobs], _ = timed([REPRUN, "search", cfg, "-o", os.path.join(work, f"search-{name}-{jobs}"),
+                                      "--jobs", str(jobs), "-q"])
+        boards = [open(os.path.join(work, f"search-{name}-{j}", "leaderboard.json")).read() for j in (1, 2)]
+        best = json.loads(boards[0])["best"]
+        out[name] = {"default_val_loss": default["val_loss"], "default_val_accuracy": default["val_accuracy"],
+                     "best_val_loss": best["val_loss"], "best_val_accuracy": best["val_accuracy"],
+                     "best_trial": best["trial"], "best_values": best["values"],
+                     "seconds_jobs_1": seconds[1], "seconds_jobs_2": seconds[2],
+                     "identical_jobs_1_vs_2": boards[0] == boards[1]}
+    results["search"] = out
 
 
 def bench_hash(work, results):
@@ -303,6 +352,12 @@ def table(results):
                          f"OpenBLAS {g['openblas_gflops']:.0f} GFLOP/s | {g['reprun_gflops'] / g['openblas_gflops']:.2f} of OpenBLAS | >= 0.80 |")
     if results.get("digits") is not None:
         lines.append(f"| digits 64-128-10, 20 epochs, val accuracy | {results['digits']:.4f} | | | >= 0.97 |")
+    for name, r in results.get("search", {}).items():
+        lines.append(f"| search {name}, 32 random trials: best val loss (accuracy) | {r['best_val_loss']:.4f} "
+                     f"({r['best_val_accuracy']:.4f}) | the config's own values {r['default_val_loss']:.4f} "
+                     f"({r['default_val_accuracy']:.4f}) | {r['default_val_loss'] / r['best_val_loss']:.2f}x lower loss | >= 1x |")
+        lines.append(f"| search {name}, 32 trials, jobs 2 vs jobs 1 | {r['seconds_jobs_2']:.1f} s | jobs 1 {r['seconds_jobs_1']:.1f} s | "
+                     f"{r['seconds_jobs_1'] / r['seconds_jobs_2']:.2f}x, leaderboards {'identical' if r['identical_jobs_1_vs_2'] else 'DIFFER'} | identical |")
     if "trace_overhead" in results:
         o = results["trace_overhead"]
         lines.append(f"| trace weights vs loss | {o['weights_vs_loss'] * 100:+.1f}% | | | <= +2% |")
@@ -336,7 +391,8 @@ def main():
     results = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine(), "reps": REPS}
     work = tempfile.mkdtemp(prefix="reprun-bench.")
     sections = (("trainer", lambda: bench_trainer(work, results)), ("gemm", lambda: bench_gemm(results)),
-                ("digits", lambda: bench_digits(work, results)), ("capture", lambda: bench_capture(work, results)),
+                ("digits", lambda: bench_digits(work, results)), ("search", lambda: bench_search(work, results)),
+                ("capture", lambda: bench_capture(work, results)),
                 ("hash", lambda: bench_hash(work, results)), ("diff", lambda: bench_diff(work, results)),
                 ("startup", lambda: bench_startup(results)))
     only = [n for n in os.environ.get("BENCH_ONLY", "").split(",") if n]
