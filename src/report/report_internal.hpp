@@ -33,6 +33,22 @@ struct GapRow {
 };
 std::vector<GapRow> gap_rows(const DiffResult& r);
 
+// Markup pieces shared by the run and search renderings (report_markup.cpp).
+// Text for HTML or XML (element content and quoted attribute values); control characters become spaces.
+std::string esc_xml(const std::string& s);
+// Text for a Markdown table cell or line: `|` escaped, newlines folded.
+std::string esc_md(const std::string& s);
+// A run diff as Markdown under `heading` ("### reprun diff"), and as an HTML <section> titled
+// `title`; `loc` as for render_diff_text.
+std::string diff_markdown(const DiffResult& r, const std::string& heading, const Localization* loc);
+std::string html_section(const DiffResult& r, const std::string& title, const Localization* loc);
+// One self-contained HTML page (inline styles, no script, nothing fetched): the report styles, then
+// `extra_css`.
+std::string html_page(const std::string& title, const std::string& body, const std::string& extra_css = "");
+// Ticks at round steps (1, 2 or 5 times a power of ten apart, at least 1) between x0 and x1, both
+// ends included.
+std::vector<double> x_ticks(double x0, double x1);
+
 // Search reports (report_search.cpp: text and JSON; report_search_markup.cpp: Markdown and HTML).
 std::string render_leaderboard_text(const SearchRecord& s, bool color);
 std::string render_leaderboard_markdown(const SearchRecord& s);

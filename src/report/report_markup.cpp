@@ -8,8 +8,6 @@
 
 namespace reprun {
 
-namespace {
-
 std::string esc_xml(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -45,7 +43,9 @@ std::string esc_md(const std::string& s) {
   return o;
 }
 
+namespace {
 std::string short_value(const std::string& v) { return v.size() > 60 ? v.substr(0, 57) + "..." : v; }
+} // namespace
 
 std::string diff_markdown(const DiffResult& r, const std::string& heading, const Localization* loc) {
   std::string o;
@@ -111,6 +111,8 @@ std::string diff_markdown(const DiffResult& r, const std::string& heading, const
   return o;
 }
 
+namespace {
+
 std::string junit_case(const std::string& name, const DiffResult& r, const std::string& extra,
                        const Localization* loc) {
   std::string o = fmt::format("    <testcase classname=\"reprun\" name=\"{}\">\n", esc_xml(name));
@@ -145,7 +147,8 @@ std::pair<double, double> x_range(const DiffResult& r) {
   return {x0, std::max(x0 + 1, x1)};
 }
 
-// Ticks at round steps (1, 2 or 5 times a power of ten apart) between x0 and x1, both ends included.
+} // namespace
+
 std::vector<double> x_ticks(double x0, double x1) {
   const double raw = (x1 - x0) / 5;
   const double p = std::pow(10.0, std::floor(std::log10(std::max(raw, 1.0))));
@@ -159,6 +162,8 @@ std::vector<double> x_ticks(double x0, double x1) {
   t.push_back(x1);
   return t;
 }
+
+namespace {
 
 // The x axis of a plot: tick marks and step labels along the bottom edge, and where the shorter
 // run ends when the lengths differ.
@@ -320,6 +325,8 @@ std::string gap_svg(const DiffResult& r) {
   return o;
 }
 
+} // namespace
+
 std::string html_section(const DiffResult& r, const std::string& title, const Localization* loc) {
   std::string o = fmt::format("<section><h2>{}</h2>\n<p class=\"verdict {}\">{}</p>\n", esc_xml(title),
                               r.identical ? "ok" : "bad", esc_xml(r.verdict));
@@ -388,7 +395,7 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
 // Fits any width: plots scale down with the page (viewBox, max-width), long text outside tables
 // wraps anywhere, column headers never wrap, table cells wrap between words, and a table wider
 // than a narrow window scrolls inside its own box instead of widening the page.
-std::string html_page(const std::string& title, const std::string& body) {
+std::string html_page(const std::string& title, const std::string& body, const std::string& extra_css) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>" +
          esc_xml(title) +
@@ -398,12 +405,11 @@ std::string html_page(const std::string& title, const std::string& body) {
          "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
          "th{white-space:nowrap;overflow-wrap:normal}td{overflow-wrap:break-word}tr.peak{background:#fff4e0}"
          ".ok{color:#070;font-weight:bold}.bad{color:#b00;font-weight:bold}.loc{background:#fff4e0;padding:6px}"
-         "@media (max-width:600px){body{margin:0.5em auto;padding:0 0.5em}}"
+         "@media (max-width:600px){body{margin:0.5em auto;padding:0 0.5em}}" +
+         extra_css +
          "</style></head>\n<body>\n<h1>" +
          esc_xml(title) + "</h1>\n" + body + "</body></html>\n";
 }
-
-} // namespace
 
 std::string render_diff(const DiffResult& r, ReportFormat f, bool color) {
   switch (f) {

@@ -4,6 +4,8 @@
 # breaks inside a word; the page never scrolls sideways and nothing sticks out of it; the log-scale
 # |loss A - loss B| axis has labelled ticks, powers of ten in order; the x axis runs to the last
 # step of the longer run. Also that the plots and the divergence marker render, and a screenshot.
+# The search leaderboard (report.html of a 4-trial search) too: it fits every width, its scatter
+# plots and learning curves render, and two runs of the search give the same bytes.
 # Skipped (exit 125) only when chromium is not installed (tools/install-deps.sh ci installs it).
 source "$(dirname "$0")/lib.sh"
 CHROME=$(command -v chromium || command -v chromium-browser || true)
@@ -24,6 +26,18 @@ for i in $(seq 0 60); do
 done >"$T/b/steps.jsonl"
 expect_rc 1 "$REPRUN" diff "$A" "$T/b/steps.jsonl" --format html -o "$T/lengths.html"
 expect_rc 1 "$REPRUN" diff "$TD/runs/base" "$TD/runs/computation" --format html -o "$T/report.html"
+
+# A small search on the wine data: 4 trials of 2 epochs, evaluated every 5 steps (curves of 4 points).
+cp "$EX/wine-csv.json" "$T/wine-search.json"
+json_edit "$T/wine-search.json" data.path=\"$TD/wine/wine.csv\" training.epochs=2 training.eval_every=5 \
+  'search+={"method": "random", "trials": 4, "space": {"optimizer.lr": {"log_uniform": [0.0001, 0.3]},
+  "model.hidden": {"choice": [[16], [32], [64, 32]]}, "model.dropout": {"uniform": [0, 0.3]}}}'
+expect_rc 0 "$REPRUN" search "$T/wine-search.json" -o "$T/search-1" --jobs 1 -q
+expect_rc 0 "$REPRUN" search "$T/wine-search.json" -o "$T/search-2" --jobs 2 -q
+for f in report.html leaderboard.md; do
+  cmp -s "$T/search-1/$f" "$T/search-2/$f" || fail "$f differs between two runs of one search (--jobs 1 and 2)"
+done
+cp "$T/search-1/report.html" "$T/leaderboard.html"
 
 probe='<script>(function () {
   const out = [], W = document.documentElement.clientWidth;
@@ -68,6 +82,14 @@ probe='<script>(function () {
     }
     out.push("run-end " + gap.querySelectorAll("line.run-end").length);
   }
+  const scatter = [...document.querySelectorAll("svg.scatter")];
+  if (scatter.length) {
+    const shown = scatter.filter(s => s.getBoundingClientRect().width > 150).length;
+    out.push("scatter " + scatter.length + " shown " + shown + " points " +
+             document.querySelectorAll("svg.scatter circle").length);
+    const curves = document.getElementById("curves-plot");
+    out.push("curves " + (curves ? curves.querySelectorAll("path.curve").length : 0));
+  }
   parent.postMessage(out.join("\n"), "*");
 })();</script>'
 # measure HTML WIDTH: the probe's lines for the page rendered WIDTH pixels wide. The page is shown
@@ -96,6 +118,16 @@ for html in "$T/lengths.html" "$T/report.html"; do
     grep -qE '^gap-ticks [0-9]+ ordered 1 decades 1 labels ' "$T/m" ||
       fail "$(basename "$html"): the |diff| axis lacks labelled decade ticks at $w px: $(grep gap-ticks "$T/m")"
   done
+done
+for w in 360 800 1400; do
+  measure "$T/leaderboard.html" "$w"
+  grep -q '^page-overflow 0$' "$T/m" || fail "leaderboard.html scrolls sideways at $w px: $(cat "$T/m")"
+  grep -q '^sticking-out 0 ' "$T/m" || fail "leaderboard.html: elements stick out at $w px: $(grep sticking "$T/m")"
+  grep -q '^broken-headers 0 ' "$T/m" ||
+    fail "leaderboard.html: a column header breaks inside a word at $w px: $(grep broken "$T/m")"
+  grep -q '^scatter 3 shown 3 points 12$' "$T/m" ||
+    fail "leaderboard.html: 3 scatter plots of 4 trials each expected at $w px: $(grep scatter "$T/m")"
+  grep -q '^curves 4$' "$T/m" || fail "leaderboard.html: 4 learning curves expected at $w px: $(grep curves "$T/m")"
 done
 measure "$T/lengths.html" 800
 grep -q '^gap-x-last 60 at-right-edge 1$' "$T/m" || fail "x axis does not run to step 60, B's last: $(grep gap-x "$T/m")"
