@@ -389,14 +389,14 @@ std::string curves_svg(const SearchRecord& s) {
                    L + (W - L - R) / 2, H - 6, esc_xml(s.metric), y.log ? " on a log scale" : "");
   for (size_t i = 0; i < curves.size(); ++i) {
     const Curve& c = curves[i];
-    const char* colour = k_colours[i % std::size(k_colours)];
+    const char* colour = k_colours[(c.rank - 1) % std::size(k_colours)]; // by rank: the best is red
     std::string d;
     for (size_t j = 0; j < c.points.size(); ++j) {
       d += fmt::format("{}{:.1f},{:.1f} ", j ? "L" : "M", px(static_cast<double>(c.points[j].first)),
                        py(c.points[j].second));
     }
     o += fmt::format("<path class=\"curve\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"/>\n", d, colour,
-                     i == 0 ? 2.5 : 1.5);
+                     c.rank == 1 ? 2.5 : 1.5);
     if (c.points.size() <= 60) { // markers: a curve of one evaluation is a point
       for (const auto& p : c.points) {
         o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{}</title></circle>\n",
