@@ -59,6 +59,9 @@ const std::vector<Rule>& rules() {
         // Outputs (exec's exit code, stdout digest, artifacts) are effects: they make runs differ
         // but never explain why, so they rank after every cause (audit/cause.hpp: is_effect).
         {"program.step_log", "outputs", 90, K::informational},
+        // reprun search's record of a trial (which search, which k): where the run came from;
+        // what it changes (seed, values) is in the config and the seeds.
+        {"search", "config", 90, K::informational},
         {"outputs", "outputs", 11, K::material},
     };
     // Informational: the execution settings (train/settings.hpp), which by the determinism

@@ -259,7 +259,10 @@ SearchDiff diff_searches(const std::string& a, const std::string& b, const DiffO
   } else if (d.trial >= 0) {
     std::string what = d.trial_differences.empty() ? (d.run_diff ? d.run_diff->verdict : std::string("differs"))
                                                    : d.trial_differences.front();
-    d.verdict = fmt::format("DIFFERENT: trial {} is the first that differs ({})", d.trial, what);
+    // a difference of the searches themselves is the cause; the first trial that differs its effect
+    d.verdict = d.differences.empty()
+                    ? fmt::format("DIFFERENT: trial {} is the first that differs ({})", d.trial, what)
+                    : fmt::format("DIFFERENT: {}; trial {} is the first that differs", d.differences.front(), d.trial);
   } else {
     d.verdict = "DIFFERENT: " + d.differences.front();
   }

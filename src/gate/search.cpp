@@ -126,7 +126,10 @@ public:
     long done_prefix = 0; // trials 0..done_prefix-1 have all finished
     m_total = s.trials;
     std::mutex mu;
-    auto ready = [&](long k) { return s.method != "tpe" || k - s.batch <= done_prefix; };
+    auto ready = [&](long k) { // called under run_in_order's lock; done_prefix is guarded by mu
+      std::lock_guard<std::mutex> g(mu);
+      return s.method != "tpe" || k - s.batch <= done_prefix;
+    };
     auto prepare = [&](long k) {
       std::vector<TrialOutcome> history;
       if (s.method == "tpe") {
@@ -189,8 +192,8 @@ private:
         next.push_back(active[order[i]]);
       }
       std::sort(next.begin(), next.end());
-      note(fmt::format("rung {} ({} epochs) done: {} of {} trials continue to {} epochs", r, rungs[r], next.size(),
-                       active.size(), rungs[r + 1]));
+      note(fmt::format("rung {} ({} epoch{}) done: {} of {} trials continue to {} epochs", r, rungs[r],
+                       rungs[r] == 1 ? "" : "s", next.size(), active.size(), rungs[r + 1]));
       active = next;
       m_total += static_cast<long>(active.size());
       if (active.empty()) {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 
@@ -105,11 +106,15 @@ std::string unsearchable(const std::string& key, const std::string& method) {
     return "not a hyperparameter";
   }
   if (key == "data.validation_fraction" || key == "data.kind" || key == "data.path" || key == "data.images" ||
-      key == "data.labels" || key == "data.label_column") {
-    return "it changes the validation rows the metric is measured on";
+      key == "data.labels" || key == "data.label_column" || key == "data.samples" || key == "data.features" ||
+      key == "data.classes" || key == "data.noise") {
+    return "it changes the data the metric is measured on";
   }
-  if (method == "asha" && (key == "training.epochs" || key == "training.steps")) {
-    return "asha sets the run length of each rung (min_epochs, max_epochs)";
+  if (key == "training.epochs" || key == "training.steps") {
+    if (method == "asha") {
+      return "asha sets the run length of each rung (min_epochs, max_epochs)";
+    }
+    return ""; // an execution setting for a resume, but the run length changes the final metric
   }
   if (is_execution_setting(key)) {
     return "an execution setting: it cannot change a result (docs/determinism.md)";
@@ -158,7 +163,11 @@ double range_point(const SearchParam& p, long i, long n) {
   const double f = static_cast<double>(i) / static_cast<double>(n - 1);
   if (p.kind == "log_uniform") {
     const double a = mathfn::log(p.lo), b = mathfn::log(p.hi);
-    return i == n - 1 ? p.hi : (i == 0 ? p.lo : mathfn::exp(a + (b - a) * f));
+    if (i == 0 || i == n - 1) {
+      return i == 0 ? p.lo : p.hi;
+    }
+    // 15 significant digits (printf rounds correctly everywhere): 0.01, not 0.010000000000000005
+    return std::strtod(fmt::format("{:.15g}", mathfn::exp(a + (b - a) * f)).c_str(), nullptr);
   }
   if (p.kind == "int_uniform") {
     return std::floor(p.lo + (p.hi - p.lo) * f + 0.5);

@@ -66,7 +66,8 @@ PY
 expect_rc 0 "$REPRUN" search "$T/random.json" -o "$T/r3" --set seed=8 -q
 cmp -s "$T/r1/leaderboard.json" "$T/r3/leaderboard.json" && fail "seed 8 gave the same leaderboard as seed 7"
 expect_rc 1 "$REPRUN" diff "$T/r1" "$T/r3"
-grep -q '^DIFFERENT: trial 0 ' "$T/out" || fail "diff of two seeds: $(head -5 "$T/out")"
+grep -q '^DIFFERENT: experiment seed: 7 vs 8; trial 0 is the first that differs' "$T/out" ||
+  fail "diff of two seeds: $(head -5 "$T/out")"
 grep -q 'experiment seed: 7 vs 8' "$T/out" || fail "diff does not name the seed: $(head -8 "$T/out")"
 
 # -- SIGKILL in the middle, then --resume: the same result, byte for byte ------------------------------
