@@ -10,6 +10,9 @@ all the tensors of a call. Never an xor-sum: swapping two elements changes the f
 Either way the dtype and the shape are part of the fingerprint, so equal fingerprints mean equal
 dtype, shape and bits (up to a 2**-32 chance for the CRC). The two methods give different strings
 for the same values, so compare fingerprints taken on the same kind of device.
+
+FixedTensors fingerprints the same tensors again and again (an optimizer's parameters at each
+step) for less: one native call for all of them, with what it reads checked, not worked out anew.
 """
 
 import ctypes
@@ -35,21 +38,48 @@ def _int_view_dtype(torch, dtype):
     return _INT_VIEW.get(dtype)
 
 
-_NATIVE = []  # [] not loaded yet; [None] missing; [function]
+_LIB = []  # [] not loaded yet; [None] missing; [ctypes.CDLL]
+_NATIVE = []  # the same for its reprun_xxh3 (tests set [None] for a package without its library)
+_NATIVE_MANY = []  # and for its reprun_xxh3_many
+
+
+def _lib():
+    if not _LIB:
+        try:
+            _LIB.append(ctypes.CDLL(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                 "libreprun_fingerprint.so")))
+        except OSError:
+            _LIB.append(None)
+    return _LIB[0]
 
 
 def _native_xxh3():
     if not _NATIVE:
-        f = None
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libreprun_fingerprint.so")
-        try:
-            f = ctypes.CDLL(path).reprun_xxh3
+        f = getattr(_lib(), "reprun_xxh3", None)
+        if f is not None:
             f.restype = ctypes.c_uint64
             f.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint64]
-        except (OSError, AttributeError):
-            f = None
         _NATIVE.append(f)
     return _NATIVE[0]
+
+
+def _native_xxh3_many():
+    """reprun_xxh3_many, or None where reprun_xxh3 is missing (or the library predates it)."""
+    if _native_xxh3() is None:
+        return None
+    if not _NATIVE_MANY:
+        f = None
+        if _lib() is not None:
+            try:  # through PyDLL: the call keeps the GIL (see FixedTensors)
+                f = ctypes.PyDLL(_lib()._name).reprun_xxh3_many
+            except (OSError, AttributeError):  # a library built before reprun_xxh3_many
+                f = None
+        if f is not None:
+            f.restype = None
+            f.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
+                          ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64)]
+        _NATIVE_MANY.append(f)
+    return _NATIVE_MANY[0]
 
 
 def _header(t):
@@ -152,3 +182,68 @@ class Fingerprinter:
 
     def one(self, t):
         return self.many([t])[0]
+
+    def fixed(self, tensors):
+        """A FixedTensors of `tensors`: their fingerprints, again and again, at less cost."""
+        return FixedTensors(self, tensors)
+
+
+class FixedTensors:
+    """The fingerprints of one list of tensors taken again and again (an optimizer's parameters after
+    each step), the same strings as Fingerprinter.many gives. For each CPU tensor that many hashes in
+    place (dense, real, contiguous), the address, length and seed are worked out once and checked at
+    each call against the tensor's address, shape, strides, dtype and device: assigning `.data`,
+    resize_, set_ or t_ change one of them, and the tensors are looked at afresh. Those tensors are
+    hashed in one native call that keeps the GIL, so no other thread can free a storage while it is
+    read; the others go through Fingerprinter.many."""
+
+    def __init__(self, fp, tensors):
+        self.fp = fp
+        self.tensors = list(tensors)
+        self.devices = set()  # str of the tensors' devices, as of the last call
+        # Strided tensors have an address and strides to check; a tensor's layout never changes.
+        self._strided = [t for t in self.tensors if t.layout == fp.torch.strided]
+        self._keys = None
+        n = len(self._strided)
+        self._data = (ctypes.c_void_p * n)()
+        self._sizes = (ctypes.c_size_t * n)()
+        self._seeds = (ctypes.c_uint64 * n)()
+        self._sums = (ctypes.c_uint64 * n)()
+        self._native = []  # positions in self.tensors of the natively hashed tensors, in slot order
+        self._others = []  # positions of the rest
+
+    def _prepare(self, keys):
+        self._keys = keys
+        self._native, self._others = [], []
+        self.devices = {str(t.device) for t in self.tensors}
+        for i, t in enumerate(self.tensors):
+            if (t.layout == self.fp.torch.strided and t.device.type == "cpu" and not t.is_complex()
+                    and not getattr(t, "is_quantized", False) and t.is_contiguous()):
+                j = len(self._native)
+                size = t.numel() * t.element_size()
+                self._data[j] = t.data_ptr() if size else None
+                self._sizes[j] = size
+                self._seeds[j] = zlib.crc32(_header(t))
+                self._native.append(i)
+            else:
+                self._others.append(i)
+
+    def fingerprints(self):
+        many = _native_xxh3_many()
+        if many is None or self.fp.force_device_method:
+            self.devices = {str(t.device) for t in self.tensors}
+            return self.fp.many(self.tensors)
+        keys = [(t.data_ptr(), t.shape, t.stride(), t.dtype, t.device) for t in self._strided]
+        if keys != self._keys:
+            self._prepare(keys)
+        k = len(self._native)
+        if k:
+            many(k, self._data, self._sizes, self._seeds, self._sums)
+        if not self._others:
+            return ["x%016x" % v for v in self._sums[:k]]
+        out = [None] * len(self.tensors)
+        for i, v in zip(self._native, self._sums[:k]):
+            out[i] = "x%016x" % v
+        for i, f in zip(self._others, self.fp.many([self.tensors[i] for i in self._others])):
+            out[i] = f
+        return out

@@ -2,7 +2,9 @@
 # exact and order-sensitive (a swap of two elements, a flipped bit, -0.0 vs 0.0 change them), the
 # same for a non-contiguous view as for its contiguous copy, every dtype read, XXH3 through the
 # built library (CRC-32 without it), and the device method (run here on CPU tensors) gives the same
-# sum whether a tensor is reduced in one pass or in chunks.
+# sum whether a tensor is reduced in one pass or in chunks. FixedTensors (one native call for an
+# optimizer's parameters, their addresses kept between calls) gives the same strings as many,
+# whatever is done to the tensors between calls.
 source "$(dirname "$0")/lib.sh"
 PY=$(python_with torch) || skip "no python3 with torch (apt-get install python3-torch)"
 PKG="$(dirname "$REPRUN")/python"
@@ -28,10 +30,45 @@ def check(fp, prefix):
     for t in (a.double(), a.half(), a.bfloat16(), a > 0, (a * 100).long(), torch.complex(a, a), torch.empty(0)):
         assert fp.one(t).startswith(prefix), t.dtype
 
+def check_fixed(fp, sparse):
+    """FixedTensors gives what many gives, while the tensors change under it (with a sparse tensor
+    in the list or not)."""
+    sq, w, b = torch.randn(16, 16), torch.randn(300, 7), torch.randn(7)
+    ts = [sq, w, b, torch.randn(5, 4).t(), torch.complex(b, b), b.bfloat16(), torch.empty(0),
+          torch.randn(3) > 0] + ([torch.randn(4, 4).to_sparse()] if sparse else [])
+    fixed = fp.fixed(ts)
+
+    def same(what):
+        assert fixed.fingerprints() == fp.many(ts), what
+
+    same("at the start")
+    same("again")
+    with torch.no_grad():
+        w.add_(1)
+    same("after an in-place update")
+    w.data = torch.randn(300, 7)
+    same("after .data was assigned")
+    sq.t_()
+    same("after an in-place transpose (same address and shape, other strides)")
+    w.resize_(7, 300)
+    same("after resize_ to another shape")
+    b.set_(torch.randn(9))
+    same("after set_")
+    w.data = w.data.view(torch.int32)
+    same("after .data became a view as another dtype (same address, shape and strides)")
+
+# Known answers: XXH3 of these bytes, as every build since the first gives them.
+known = F.Fingerprinter(torch).many([torch.arange(1000, dtype=torch.float32),
+                                     torch.arange(7, dtype=torch.int64).reshape(7, 1), torch.arange(60.0).double()])
+assert known == ["x76b8aecd163c9668", "x6341f94ecd830cef", "x15d7870d4a551052"], known
 check(F.Fingerprinter(torch), "x")
+for sparse in (False, True):
+    check_fixed(F.Fingerprinter(torch), sparse)
 check(F.Fingerprinter(torch, force_device_method=True), "d")
+check_fixed(F.Fingerprinter(torch, force_device_method=True), True)
 F._NATIVE[:] = [None]  # a copy of the package without its library: CRC-32
 check(F.Fingerprinter(torch), "c")
+check_fixed(F.Fingerprinter(torch), True)
 a = torch.randn(10_000)
 whole = F.Fingerprinter(torch, force_device_method=True).one(a)
 F._CHUNK = 999
