@@ -57,7 +57,7 @@ def check_fixed(fp, sparse):
     w.data = w.data.view(torch.int32)
     same("after .data became a view as another dtype (same address, shape and strides)")
 
-# Known answers: XXH3 of these bytes, as every build since the first gives them.
+# Known answers: XXH3 of these bytes, as every build since the first gives them (the AVX2 loop too).
 known = F.Fingerprinter(torch).many([torch.arange(1000, dtype=torch.float32),
                                      torch.arange(7, dtype=torch.int64).reshape(7, 1), torch.arange(60.0).double()])
 assert known == ["x76b8aecd163c9668", "x6341f94ecd830cef", "x15d7870d4a551052"], known
