@@ -4,10 +4,11 @@ import atexit
 import functools
 import hashlib
 import json
-import math
+import operator
 import os
 import sys
 import sysconfig
+import weakref
 import zlib
 
 from .fingerprint import Fingerprinter
@@ -20,13 +21,21 @@ UNINITIALIZED_OPS = frozenset(
      "aten.empty_permuted.default", "aten.resize_.default", "aten._resize_output_.default"})
 
 
-def _number(v):
-    v = float(v)
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "Infinity" if v > 0 else "-Infinity"
-    return v
+_NON_FINITE = {"nan": '"NaN"', "inf": '"Infinity"', "-inf": '"-Infinity"'}
+
+
+def _json_number(v):
+    """v as json.dumps wrote it in a record: finite floats as repr, the others as the strings
+    steplog.cpp reads ("NaN", "Infinity", "-Infinity")."""
+    text = float.__repr__(float(v))
+    return _NON_FINITE[text] if text[-1] in "nf" else text
+
+
+def _write_all(fd, data):
+    """One os.write of the line (a crash cuts at most the last line, docs/run-format.md); a short
+    write of a full disk goes on where it stopped."""
+    while data:
+        data = data[os.write(fd, data):]
 
 
 def _write_json_file(path, obj, exclusive):
@@ -83,6 +92,42 @@ class _SourceLines:
         return "", ""
 
 
+class _LoggedParams:
+    """One optimizer's parameters as the step log records them, worked out at a step and kept while the
+    optimizer's param_groups hold the same tensors in the same groups and no parameter got a name
+    since: their names, their FixedTensors, and the record's "tensors" object as a %-template."""
+
+    def __init__(self, cap, opt, groups):
+        # Forgotten with the optimizer (its id may be another's later).
+        self.opt = weakref.ref(opt, lambda _, d=cap.logged_params, k=id(opt): d.pop(k, None))
+        self.lists = [list(g["params"]) for g in groups]
+        params, group_pos = [], []
+        for g, group_params in enumerate(self.lists):
+            for i, p in enumerate(group_params):
+                if isinstance(p, cap.torch.Tensor):
+                    params.append(p)
+                    group_pos.append((g, i))
+        names = [n or f"param_groups.{g}.{i}" for n, (g, i) in zip(cap._names_for(params), group_pos)]
+        self.n_names = len(cap.param_names)  # after _names_for, which may name them from the heap
+        self.fixed = cap.fp.fixed(params)
+        # The record's object keeps a name's first place and its last tensor, as a dict did.
+        last = {}
+        for i, n in enumerate(names):
+            last[n] = i
+        self.order = None if len(last) == len(names) else list(last.values())
+        self.template = ",".join(json.dumps(n).replace("%", "%%") + ':{"checksum":"%s"}' for n in last)
+
+    def matches(self, groups, n_names):
+        """Whether `groups` hold the very tensors (by identity: == compares values) these were made of."""
+        if n_names != self.n_names or len(groups) != len(self.lists):
+            return False
+        for g, saved in zip(groups, self.lists):
+            current = g["params"]
+            if len(current) != len(saved) or not all(map(operator.is_, current, saved)):
+                return False
+        return True
+
+
 class Capture:
     def __init__(self, torch, env):
         self.torch = torch
@@ -99,7 +144,7 @@ class Capture:
         self.phase = "forward"
         self.busy = False  # our own tensor work: never traced, never counted
         self.owner = None  # None: undecided; True: this process writes the step log; False: another does
-        self.log_file = None
+        self.log_fd = None  # the step log, written with os.write: one whole line per write
         self.facts_written = False
         self.last_loss = None
         self.module_stack = []
@@ -107,6 +152,7 @@ class Capture:
         self.roots = []  # keeps named modules alive, so their ids stay theirs
         self.param_names = {}  # id(param) -> name
         self.scanned_gc = False
+        self.logged_params = {}  # id(optimizer) -> _LoggedParams, while the optimizer lives
         self.devices = set()
         self.opt_depth = 0
         self.backward_depth = 0
@@ -268,7 +314,7 @@ class Capture:
             if self.step_log_path:
                 try:
                     fd = os.open(self.step_log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                    self.log_file = os.fdopen(fd, "w", encoding="utf-8")
+                    self.log_fd = fd
                     self.owner = True
                 except FileExistsError:
                     pass
@@ -301,24 +347,20 @@ class Capture:
         self.module_stack = []
 
     def _log_step(self, opt):
-        torch = self.torch
-        params, group_pos = [], []
-        for g, group in enumerate(opt.param_groups):
-            for i, p in enumerate(group["params"]):
-                if isinstance(p, torch.Tensor):
-                    params.append(p)
-                    group_pos.append((g, i))
-        names = [n or f"param_groups.{g}.{i}" for n, (g, i) in zip(self._names_for(params), group_pos)]
-        for p in params:
-            self.devices.add(str(p.device))
-        fps = self.fp.many(params)
-        rec = {"step": self.step}
-        if self.last_loss is not None:
-            rec["loss"] = _number(self.last_loss.item())
-        if params:
-            rec["tensors"] = {name: {"checksum": fp} for name, fp in zip(names, fps)}
-        self.log_file.write(json.dumps(rec, separators=(",", ":")) + "\n")
-        self.log_file.flush()
+        groups = opt.param_groups
+        params = self.logged_params.get(id(opt))
+        if params is None or params.opt() is not opt or not params.matches(groups, len(self.param_names)):
+            params = _LoggedParams(self, opt, groups)
+            self.logged_params[id(opt)] = params
+        fps = params.fixed.fingerprints()
+        self.devices |= params.fixed.devices
+        loss = "" if self.last_loss is None else ',"loss":' + _json_number(self.last_loss.item())
+        if params.template:
+            fps = tuple(fps) if params.order is None else tuple(fps[i] for i in params.order)
+            line = '{"step":%d%s,"tensors":{%s}}\n' % (self.step, loss, params.template % fps)
+        else:
+            line = '{"step":%d%s}\n' % (self.step, loss)
+        _write_all(self.log_fd, line.encode())
 
     # ---- framework facts ----------------------------------------------------------------------
     def determinism_state(self):
@@ -370,8 +412,9 @@ class Capture:
         if os.getpid() != self.pid:
             return
         try:
-            if self.log_file is not None:
-                self.log_file.close()
+            if self.log_fd is not None:
+                os.close(self.log_fd)
+                self.log_fd = None
             if self.owner is False or not self.facts_path:
                 return
             self.busy = True
