@@ -7,19 +7,9 @@ import json
 import operator
 import os
 import sys
-import sysconfig
 import weakref
-import zlib
 
 from .fingerprint import Fingerprinter
-
-# Ops whose outputs are uninitialized memory: they differ by design and are never compared (nor are
-# the handles of the profiler.* ops).
-UNINITIALIZED_OPS = frozenset(
-    {"aten.empty.memory_format", "aten.empty.default", "aten.empty.names", "aten.empty_like.default",
-     "aten.empty_strided.default", "aten.new_empty.default", "aten.new_empty_strided.default",
-     "aten.empty_permuted.default", "aten.resize_.default", "aten._resize_output_.default"})
-
 
 _NON_FINITE = {"nan": '"NaN"', "inf": '"Infinity"', "-inf": '"-Infinity"'}
 
@@ -53,43 +43,6 @@ def _write_json_file(path, obj, exclusive):
             os.unlink(tmp)
     else:
         os.replace(tmp, path)
-
-
-class _SourceLines:
-    """The first frame in the user's own files: not torch, not this package, not the standard library."""
-
-    def __init__(self, torch):
-        skip = {os.path.dirname(os.path.abspath(torch.__file__)), os.path.dirname(os.path.abspath(__file__))}
-        for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-            p = sysconfig.get_paths().get(key)
-            if p:
-                skip.add(os.path.abspath(p))
-        self.skip = tuple(sorted(p + os.sep for p in skip))
-        self.cwd = os.getcwd() + os.sep
-        self._user = {}
-
-    def _is_user(self, filename):
-        u = self._user.get(filename)
-        if u is None:
-            if filename.startswith("<"):
-                u = False
-            else:
-                a = os.path.abspath(filename)
-                u = not a.startswith(self.skip) and "site-packages" not in a and "dist-packages" not in a
-            self._user[filename] = u
-        return u
-
-    def find(self, frame):
-        """(function, "file:line") of the innermost user frame at or above `frame`, or ("", "")."""
-        while frame is not None:
-            code = frame.f_code
-            if self._is_user(code.co_filename):
-                name = os.path.abspath(code.co_filename)
-                if name.startswith(self.cwd):
-                    name = name[len(self.cwd):]
-                return getattr(code, "co_qualname", code.co_name), f"{name}:{frame.f_lineno}"
-            frame = frame.f_back
-        return "", ""
 
 
 class _LoggedParams:
@@ -469,7 +422,3 @@ def _distributions():
     out = dict(sorted(out.items(), key=lambda kv: kv[0].lower()))
     text = "".join(f"{k}=={v}\n" for k, v in out.items())
     return out, hashlib.sha256(text.encode()).hexdigest()
-
-
-def crc_text(text):
-    return "%08x" % zlib.crc32(text.encode())

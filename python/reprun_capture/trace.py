@@ -12,8 +12,15 @@ and a last line {"end": "steps" | "max_ops" | "exit", "ops": N, "steps": S}.
 import json
 import os
 import sys
+import sysconfig
+import zlib
 
-from .capture import UNINITIALIZED_OPS, _SourceLines, crc_text
+# Ops whose outputs are uninitialized memory: they differ by design and are never compared (nor are
+# the handles of the profiler.* ops).
+UNINITIALIZED_OPS = frozenset(
+    {"aten.empty.memory_format", "aten.empty.default", "aten.empty.names", "aten.empty_like.default",
+     "aten.empty_strided.default", "aten.new_empty.default", "aten.new_empty_strided.default",
+     "aten.empty_permuted.default", "aten.resize_.default", "aten._resize_output_.default"})
 
 _PLAIN = (int, float, bool, str, bytes, type(None), slice, complex)
 
@@ -24,6 +31,48 @@ def _plain_repr(torch, x):
     if isinstance(x, _PLAIN) or isinstance(x, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
         return repr(x)
     return type(x).__name__
+
+
+class _SourceLines:
+    """The first frame in the user's own files: not torch, not this package, not the standard library."""
+
+    def __init__(self, torch):
+        skip = {os.path.dirname(os.path.abspath(torch.__file__)), os.path.dirname(os.path.abspath(__file__))}
+        for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+            p = sysconfig.get_paths().get(key)
+            if p:
+                skip.add(os.path.abspath(p))
+        self.skip = tuple(sorted(p + os.sep for p in skip))
+        self.cwd = os.getcwd() + os.sep
+        self._user = {}
+
+    def _is_user(self, filename):
+        u = self._user.get(filename)
+        if u is None:
+            if filename.startswith("<"):
+                u = False
+            else:
+                a = os.path.abspath(filename)
+                u = not a.startswith(self.skip) and "site-packages" not in a and "dist-packages" not in a
+            self._user[filename] = u
+        return u
+
+    def find(self, frame):
+        """(function, "file:line") of the innermost user frame at or above `frame`, or ("", "")."""
+        while frame is not None:
+            code = frame.f_code
+            if self._is_user(code.co_filename):
+                name = os.path.abspath(code.co_filename)
+                if name.startswith(self.cwd):
+                    name = name[len(self.cwd):]
+                return getattr(code, "co_qualname", code.co_name), f"{name}:{frame.f_lineno}"
+            frame = frame.f_back
+        return "", ""
+
+
+def crc_text(text):
+    """CRC-32 of the text as 8 hex digits: the "args" of an op."""
+    return "%08x" % zlib.crc32(text.encode())
 
 
 class OpTracer:
