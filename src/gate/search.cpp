@@ -244,7 +244,9 @@ private:
     if (RunDir::holds_run(dir)) {
       RunDir run = RunDir::open(dir);
       check_trial(run, t);
-      if (auto r = finished(run, t)) {
+      if (auto r = finished(run, t)) { // a resumed search: this task ended in an earlier process
+        const std::string status = run.read_summary().value("status", "");
+        report(t, *r, 0.0, status.rfind("failed", 0) == 0 ? status : "");
         return *r;
       }
       ojson m = run.read_manifest();
@@ -340,7 +342,9 @@ private:
     std::lock_guard<std::mutex> g(m_mu);
     ++m_done;
     const std::string name = fs::path(m_dir.trial_dir(t.k)).filename().string();
-    m_timings[t.budget > 0 ? fmt::format("{} to {} epochs", name, t.budget) : name] += seconds;
+    if (seconds > 0.0) {
+      m_timings[t.budget > 0 ? fmt::format("{} to {} epochs", name, t.budget) : name] += seconds;
+    }
     if (value && (!m_best || (m_sc.spec.maximize ? *value > *m_best : *value < *m_best))) {
       m_best = value;
       m_best_trial = t.k;
