@@ -5,7 +5,9 @@
 # for the exec example)
 set -euo pipefail
 level=${1:-build}
-pkgs=(cmake make g++ git pkg-config libcli11-dev nlohmann-json3-dev libssl-dev libfmt-dev doctest-dev libxxhash-dev)
+# openmpi-bin and libopenmpi-dev: data-parallel training over MPI ranks (docs/scaling.md).
+pkgs=(cmake make g++ git pkg-config libcli11-dev nlohmann-json3-dev libssl-dev libfmt-dev doctest-dev libxxhash-dev
+  openmpi-bin libopenmpi-dev)
 if [[ $level == test || $level == ci || $level == bench ]]; then
   pkgs+=(python3 python3-numpy)
 fi

@@ -3,6 +3,7 @@
 
 #include "reprun/meta/buildinfo.hpp"
 #include "reprun/core/error.hpp"
+#include "reprun/train/exchange.hpp"
 
 #include <fmt/format.h>
 #include <iostream>
@@ -110,7 +111,10 @@ int run_main(int argc, char** argv) {
     std::cerr << "reprun: error: " << e.what() << " (see 'reprun --help')\n";
     return static_cast<int>(ExitCode::input_error);
   } catch (const Error& e) {
-    std::cerr << "reprun: error: " << e.what() << "\n";
+    // Before MPI starts, ranks other than 0 meet the same input errors as rank 0: said there once.
+    if (launched_rank() <= 0 || mpi_started()) {
+      std::cerr << "reprun: error: " << e.what() << "\n";
+    }
     return static_cast<int>(e.code());
   } catch (const std::bad_alloc&) {
     std::cerr << "reprun: error: out of memory\n";

@@ -21,6 +21,8 @@ struct TrainFlags {
   std::string resume;
   long from_step = -1;
   int threads = 0;
+  int ranks = 0;
+  int kill_rank = -1;
   std::vector<std::string> sets;
   bool quiet = false;
   long kill_after = 0;
@@ -42,6 +44,8 @@ int run(const TrainFlags& f) {
   opt.resume_dir = f.resume;
   opt.from_step = f.from_step;
   opt.threads = f.threads;
+  opt.ranks = f.ranks;
+  opt.kill_rank = f.kill_rank;
   opt.command_line = command_line();
   opt.kill_after_step = f.kill_after;
   if (!f.search_trial.empty()) {
@@ -87,7 +91,7 @@ int run(const TrainFlags& f) {
   }
   if (r.code == ExitCode::different) {
     std::cerr << "reprun: error: " << r.run_dir << ": " << r.status << "\n";
-  } else if (!f.quiet) {
+  } else if (!f.quiet && !r.launched) {
     std::cout << fmt::format("run: {}\nstatus: {}{}\nsteps: {}\ntrain_loss: {}\n", r.run_dir, r.status,
                              r.already_complete ? " (already; nothing was trained, the metrics are the run's own)" : "",
                              r.steps, r.train_loss);
@@ -107,6 +111,10 @@ Action add_train(CLI::App& sub) {
   sub.add_option("config", f->config, "Training config (JSON); optional with --resume");
   sub.add_option("-o,--out", f->out, "Run directory to create (default: runs/<config>-<time>)");
   sub.add_option("--threads", f->threads, "Worker threads (overrides determinism.threads)")->check(CLI::Range(1, 1024));
+  sub.add_option("--ranks", f->ranks,
+                 "Train data-parallel on this many MPI ranks on this machine (runs mpirun; overrides "
+                 "determinism.ranks); the bits are those of one process")
+      ->check(CLI::Range(1, 4096));
   sub.add_option("--set", f->sets, "Override a config key: KEY=VALUE (value parsed as JSON, else a string)");
   sub.add_option("--resume", f->resume,
                  "Continue a stopped run from its latest valid checkpoint; with -o, fork it into a new run "
@@ -120,6 +128,8 @@ Action add_train(CLI::App& sub) {
                  "Testing aid: SIGKILL this process right after logging the given step")
       ->group("");
   sub.add_option("--search-trial", f->search_trial, "Internal: reprun search's facts of the trial (JSON)")
+      ->group("");
+  sub.add_option("--kill-rank", f->kill_rank, "Testing aid: with --kill-after-step, only this MPI rank")
       ->group("");
   return [f] { return run(*f); };
 }

@@ -146,7 +146,7 @@ void pump_output(const ProcessSpec& spec, pid_t pid, int pipe_out, int pipe_err,
         if (i == 0 && spec.capture_stdout) {
           spec.capture_stdout->append(buf, static_cast<size_t>(n));
         }
-        write_all(spec.tee_fd, buf, static_cast<size_t>(n));
+        write_all(i == 0 && spec.tee_stdout_fd >= 0 ? spec.tee_stdout_fd : spec.tee_fd, buf, static_cast<size_t>(n));
       } else if (n == 0 || (n < 0 && errno != EINTR)) {
         ::close(fds[i].fd);
         fds[i].fd = -1;

@@ -28,6 +28,7 @@ using ojson = nlohmann::ordered_json;
 namespace {
 
 constexpr long k_max_threads = 1024; // as determinism.threads and --threads
+constexpr long k_max_ranks = 4096;   // as determinism.ranks and --ranks
 
 struct Dim {
   std::string name;
@@ -40,12 +41,15 @@ std::vector<Dim> parse_vary(const std::vector<std::string>& vary) {
     auto eq = v.find('=');
     std::string name = v.substr(0, eq);
     if (eq == std::string::npos || eq + 1 >= v.size()) {
-      throw Error("--vary " + v, "expected DIM=V1,V2,... (threads, accumulation, eval_batch_size, resume or jobs)");
-    }
-    if (name != "threads" && name != "accumulation" && name != "eval_batch_size" && name != "resume" && name != "jobs") {
       throw Error("--vary " + v,
-                  "unknown dimension '" + name + "'; expected threads, accumulation, eval_batch_size, resume or jobs" +
-                      did_you_mean(name, {"threads", "accumulation", "eval_batch_size", "resume", "jobs"}));
+                  "expected DIM=V1,V2,... (threads, ranks, accumulation, eval_batch_size, resume or jobs)");
+    }
+    if (name != "threads" && name != "ranks" && name != "accumulation" && name != "eval_batch_size" &&
+        name != "resume" && name != "jobs") {
+      throw Error("--vary " + v,
+                  "unknown dimension '" + name +
+                      "'; expected threads, ranks, accumulation, eval_batch_size, resume or jobs" +
+                      did_you_mean(name, {"threads", "ranks", "accumulation", "eval_batch_size", "resume", "jobs"}));
     }
     Dim d{name, {}};
     size_t start = eq + 1;
@@ -63,6 +67,9 @@ std::vector<Dim> parse_vary(const std::vector<std::string>& vary) {
       }
       if (name == "threads" && x > k_max_threads) {
         throw Error("--vary " + v, fmt::format("{} threads: at most {} (determinism.threads)", x, k_max_threads));
+      }
+      if (name == "ranks" && x > k_max_ranks) {
+        throw Error("--vary " + v, fmt::format("{} ranks: at most {} (determinism.ranks)", x, k_max_ranks));
       }
       d.values.push_back(x);
       if (comma == std::string::npos) {
@@ -131,6 +138,7 @@ struct CheckPlan {
   std::string exe;
   std::string config;
   const Dim* threads = nullptr;
+  const Dim* ranks = nullptr; // MPI ranks (train --ranks), each run under mpirun
   const Dim* accumulation = nullptr;
   const Dim* eval_batch_size = nullptr;
   const Dim* resume = nullptr;
@@ -141,6 +149,12 @@ struct CheckPlan {
       return {};
     }
     return {"--threads", std::to_string(value_for(threads, run))};
+  }
+  std::vector<std::string> rank_args(int run) const {
+    if (!ranks) {
+      return {};
+    }
+    return {"--ranks", std::to_string(value_for(ranks, run))};
   }
 };
 
@@ -164,6 +178,11 @@ CheckRun train_run(const CheckPlan& plan, int i, const std::string& dir,
   args.insert(args.end(), targs.begin(), targs.end());
   if (plan.threads) {
     parts.push_back(fmt::format("threads={}", value_for(plan.threads, i)));
+  }
+  const auto rargs_ranks = plan.rank_args(i);
+  args.insert(args.end(), rargs_ranks.begin(), rargs_ranks.end());
+  if (plan.ranks) {
+    parts.push_back(fmt::format("ranks={}", value_for(plan.ranks, i)));
   }
   if (plan.accumulation) {
     args.push_back("--set");
@@ -202,6 +221,7 @@ CheckRun train_run(const CheckPlan& plan, int i, const std::string& dir,
     } else {
       std::vector<std::string> rargs = {"train", "--resume", run.dir, "--quiet"};
       rargs.insert(rargs.end(), targs.begin(), targs.end());
+      rargs.insert(rargs.end(), rargs_ranks.begin(), rargs_ranks.end());
       c = run_child(plan.exe, rargs, log);
     }
   }
@@ -371,6 +391,7 @@ CheckResult run_check(const CheckOptions& opt) {
   size_t longest = 0;
   for (const auto& d : dims) {
     (d.name == "threads"           ? plan.threads
+     : d.name == "ranks"           ? plan.ranks
      : d.name == "accumulation"    ? plan.accumulation
      : d.name == "eval_batch_size" ? plan.eval_batch_size
                                    : plan.resume) = &d;

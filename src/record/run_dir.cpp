@@ -313,6 +313,15 @@ void RunDir::write_summary(const RunSummary& s) const {
   write_json(file(RunFile::summary), j);
 }
 
+void RunDir::mark_failed(const std::string& reason) const {
+  ojson j = read_summary();
+  j["format"] = k_run_format;
+  j["status"] = "failed: " + reason;
+  j["steps_log"] = facts_json(log_facts(RunFile::steps));
+  j["evals_log"] = facts_json(log_facts(RunFile::evals));
+  write_json(file(RunFile::summary), j);
+}
+
 ojson RunDir::read_summary() const {
   std::string path = file(RunFile::summary);
   refuse_link(path);

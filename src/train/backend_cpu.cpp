@@ -5,6 +5,7 @@
 #include "reprun/train/backend.hpp"
 
 #include "reprun/core/threadpool.hpp"
+#include "reprun/train/exchange.hpp"
 #include "reprun/train/gemm.hpp"
 #include "reprun/train/mathfn.hpp"
 #include "reprun/train/rng.hpp"
@@ -283,7 +284,13 @@ std::unique_ptr<Backend> make_cpu_backend(ThreadPool* pool) {
   return std::make_unique<CpuBackend>(pool);
 }
 
-nlohmann::ordered_json kernel_facts() { return {{"gemm", gemm_kernel_name()}}; }
+nlohmann::ordered_json kernel_facts() {
+  nlohmann::ordered_json k = {{"gemm", gemm_kernel_name()}};
+  if (const std::string mpi = mpi_library(); !mpi.empty()) {
+    k["mpi"] = mpi; // the exchange between ranks: moves bytes, never adds (docs/scaling.md)
+  }
+  return k;
+}
 
 double sum_squares_8lane(const float* x, size_t n) {
   double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};

@@ -36,7 +36,7 @@ const std::vector<std::string>& all_keys() {
       "optimizer.momentum", "optimizer.beta1", "optimizer.beta2", "optimizer.eps", "optimizer.weight_decay",
       "training.batch_size", "training.epochs", "training.steps", "training.accumulation",
       "training.checkpoint_every", "training.checkpoint_keep", "training.eval_every", "training.eval_batch_size",
-      "training.shuffle", "determinism.threads", "determinism.reduction", "determinism.trace"};
+      "training.shuffle", "determinism.threads", "determinism.ranks", "determinism.reduction", "determinism.trace"};
   return k_keys;
 }
 
@@ -386,6 +386,7 @@ void parse_determinism(const ojson& o, const std::string& src, DeterminismConfig
   if (d.threads == 0) {
     d.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
+  d.ranks = static_cast<int>(s.integer("ranks", 1, 1, k_max_ranks));
   d.reduction = s.choice("reduction", d.reduction, {"ordered", "atomic"});
   d.trace = s.choice("trace", d.trace, {"loss", "weights", "full"});
   s.finish();
@@ -568,6 +569,7 @@ ojson config_to_json(const Config& c) {
   t["shuffle"] = c.training.shuffle;
   j["training"] = t;
   j["determinism"] = {{"threads", c.determinism.threads},
+                      {"ranks", c.determinism.ranks},
                       {"reduction", c.determinism.reduction},
                       {"trace", c.determinism.trace}};
   return j;

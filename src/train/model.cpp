@@ -179,8 +179,19 @@ void MlpRunner::micro_batch(const StepContext& ctx, const float* x, const int32_
   forward(&ctx, x, m, row0, true);
   // Softmax cross-entropy in float64 with our own exp/log; gradient of the batch mean.
   const long C = m_model.classes();
-  float* g = m_g.data();
-  m_be.softmax_xent(m_z[L - 1].data(), y, m, C, 1.0 / static_cast<double>(ctx.batch_size), g, loss_sum);
+  float* g = m_keep ? m_gl[L - 1].data() : m_g.data();
+  const double inv_batch = 1.0 / static_cast<double>(ctx.batch_size);
+  if (m_keep) {
+    // Each sample's loss on its own (0.0 + loss is the loss exactly), added later in sample order
+    // into the chain another rank began (add_row_losses).
+    for (long r = 0; r < m; ++r) {
+      double row = 0.0;
+      m_be.softmax_xent(m_z[L - 1].data() + r * C, y + r, 1, C, inv_batch, g + r * C, row);
+      m_row_loss[static_cast<size_t>(r)] = row;
+    }
+  } else {
+    m_be.softmax_xent(m_z[L - 1].data(), y, m, C, inv_batch, g, loss_sum);
+  }
   size_t bi = 0;
   if (ctx.trace_full) {
     m_bwd_hash[bi]->update(g, static_cast<size_t>(m * C) * sizeof(float));
@@ -189,8 +200,10 @@ void MlpRunner::micro_batch(const StepContext& ctx, const float* x, const int32_
   for (size_t l = L; l-- > 0;) {
     Dense& d = layers[l];
     const float* a = l == 0 ? x : m_act[l - 1].data();
-    m_be.weight_grad(ctx.atomic ? Reduction::atomic : Reduction::ordered, a, g, m, d.in, d.out, d.gw.data(),
-                     d.gb.data());
+    if (!m_keep) {
+      m_be.weight_grad(ctx.atomic ? Reduction::atomic : Reduction::ordered, a, g, m, d.in, d.out, d.gw.data(),
+                       d.gb.data());
+    }
     bi += 2; // weight and bias gradients are hashed once complete, in end_step
     if (l == 0) {
       break;
@@ -207,13 +220,44 @@ void MlpRunner::micro_batch(const StepContext& ctx, const float* x, const int32_
       m_bwd_hash[bi]->update(dh, n * sizeof(float));
     }
     ++bi;
-    float* gz = m_g.data();
+    float* gz = m_keep ? m_gl[l - 1].data() : m_g.data();
     m_be.activation_grad(activation_of(m_cfg), m_z[l - 1].data(), dh, gz, n);
     if (ctx.trace_full) {
       m_bwd_hash[bi]->update(gz, n * sizeof(float));
     }
     ++bi;
     g = gz;
+  }
+}
+
+void MlpRunner::keep_for_chains(bool on) {
+  m_keep = on;
+  if (on && m_gl.empty()) {
+    for (const auto& d : m_model.layers()) {
+      m_gl.emplace_back(static_cast<size_t>(m_max_rows * d.out));
+    }
+    m_row_loss.resize(static_cast<size_t>(m_max_rows));
+  }
+}
+
+void MlpRunner::chain_weight_grad(size_t l, long i0, long i1, const float* x, long m) {
+  Dense& d = m_model.layers()[l];
+  const float* a = l == 0 ? x : m_act[l - 1].data();
+  const float* g = m_gl[l].data();
+  // Rows [i0, i1) of gw (in, out) += a^T g: the same chain per element as weight_grad's, over
+  // this slice's samples, continuing from gw's current value.
+  m_be.gemm_acc(i1 - i0, d.out, m, MatView{a + i0, 1, d.in}, g, d.out, d.gw.data() + i0 * d.out, d.out);
+}
+
+void MlpRunner::chain_bias_grad(size_t l, long m) {
+  Dense& d = m_model.layers()[l];
+  // weight_grad with no input column: only gb += the column sums of g, in row order.
+  m_be.weight_grad(Reduction::ordered, nullptr, m_gl[l].data(), m, 0, d.out, d.gw.data(), d.gb.data());
+}
+
+void MlpRunner::add_row_losses(long m, double& loss_sum) const {
+  for (long r = 0; r < m; ++r) {
+    loss_sum += m_row_loss[static_cast<size_t>(r)];
   }
 }
 

@@ -19,6 +19,8 @@ const std::vector<ExecutionSetting>& execution_settings() {
       {"training.eval_batch_size",
        "evaluation reads the weights, and sums each row's loss in row order whatever the batch"},
       {"determinism.threads", "work is split in fixed chunks and reduced in a fixed order"},
+      {"determinism.ranks",
+       "MPI ranks continue each gradient element's one chain in sample order; they move bytes, never add floats"},
       {"determinism.trace", "the trace level changes what is logged, not what is computed"},
   };
   return k_list;

@@ -6,6 +6,9 @@
 #include "reprun/train/backend.hpp"
 #include "reprun/train/config.hpp"
 #include "reprun/train/data.hpp"
+#include "reprun/train/exchange.hpp"
+#include "reprun/train/launch.hpp"
+#include "reprun/train/ranks.hpp"
 #include "reprun/core/hash.hpp"
 #include "reprun/train/model.hpp"
 #include "reprun/train/optimizer.hpp"
@@ -227,6 +230,9 @@ struct Session {
   std::unique_ptr<Mlp> model;
   std::unique_ptr<Optimizer> optim;
   std::unique_ptr<MlpRunner> runner;
+  Exchange* ranks = nullptr;         // the MPI world of a run over several ranks (docs/scaling.md)
+  std::unique_ptr<RankChain> chain; // with `ranks`: the gradient chains passed between them
+  bool writer = true;               // rank 0 (or the only process): writes the run directory
   std::optional<RunDir> run;
   std::optional<AppendLog> steps_log, evals_log;
   long start_step = 0;
@@ -343,7 +349,35 @@ void resolve_config(Session& s) {
   if (opt.threads > 0) {
     s.cfg.determinism.threads = opt.threads;
   }
+  if (launched_rank() >= 0) {
+    s.cfg.determinism.ranks = std::max(1, launched_size()); // mpirun -np, srun -n: the launch decides
+  } else if (opt.ranks > 0) {
+    s.cfg.determinism.ranks = opt.ranks;
+  }
   s.fault = read_fault(opt.world ? *opt.world : real_world());
+}
+
+// A run over several ranks: what the rank chain cannot do, refused in one line each.
+void check_ranks(const Config& cfg, const Plan& plan) {
+  const int ranks = cfg.determinism.ranks;
+  const std::string where = cfg.source + ": determinism.ranks";
+  if (cfg.determinism.reduction != "ordered") {
+    throw Error(where, fmt::format("{} ranks need determinism.reduction \"ordered\" (the atomic mode is a "
+                                   "single-process demonstration)", ranks));
+  }
+  if (cfg.determinism.trace == "full") {
+    throw Error(where, fmt::format("{} ranks cannot trace \"full\"; the activation trace is per process (check "
+                                   "replays a divergence on one rank)", ranks));
+  }
+  // Every rank holds at least one row of every batch, the last (smallest) of an epoch included.
+  const long last = plan.train_samples - (plan.steps_per_epoch - 1) * cfg.training.batch_size;
+  const long smallest =
+      plan.total_steps >= plan.steps_per_epoch ? std::min(cfg.training.batch_size, last) : cfg.training.batch_size;
+  if (ranks > smallest) {
+    throw Error(where, fmt::format("{} ranks but a batch of this run has only {} rows (training.batch_size {}, {} "
+                                   "training samples): each rank needs a row of every batch; use at most {} ranks",
+                                   ranks, smallest, cfg.training.batch_size, plan.train_samples, smallest));
+  }
 }
 
 // Phase 1b: data, split, plan, model. Every input is checked here, before any file is written.
@@ -387,7 +421,15 @@ void prepare(Session& s) {
       throw Error(k_selftest_fault_variable, "no tensor '" + s.fault.flip_tensor + "' in this model");
     }
   }
-  const long micro_rows = (cfg.training.batch_size + cfg.training.accumulation - 1) / cfg.training.accumulation;
+  const int ranks = cfg.determinism.ranks;
+  if (ranks > 1) {
+    check_ranks(cfg, plan);
+  }
+  // Over several ranks, each does its whole slice of a batch at once (the accumulation split
+  // cannot change a bit, and a slice is smaller than the batch).
+  const long micro_rows = ranks > 1 ? rank_slice_rows(cfg.training.batch_size, ranks)
+                                    : (cfg.training.batch_size + cfg.training.accumulation - 1) /
+                                          cfg.training.accumulation;
   s.runner = std::make_unique<MlpRunner>(*s.model, cfg.model, std::max(micro_rows, cfg.training.eval_batch_size),
                                          *s.backend);
 }
@@ -477,6 +519,7 @@ RunLock resume_or_start(Session& s) {
   s.manifest["resumes"].push_back({{"from_step", s.start_step},
                                    {"time", world.now_iso8601()},
                                    {"threads", s.cfg.determinism.threads},
+                                   {"ranks", s.cfg.determinism.ranks},
                                    {"command_line", opt.command_line}});
   open_logs_then_manifest(s);
   s.note(fmt::format("{} {} from step {}", s.forking ? "forked" : "resuming",
@@ -616,7 +659,8 @@ void metrics_from_logs(const RunDir& run, TrainResult& r) {
 class Loop {
 public:
   explicit Loop(Session& s)
-      : m_s(s), m_steps(*s.steps_log), m_evals(*s.evals_log), m_batch(s), m_params(s.model->params()) {
+      : m_s(s), m_steps(s.steps_log ? &*s.steps_log : nullptr), m_evals(s.evals_log ? &*s.evals_log : nullptr),
+        m_batch(s), m_params(s.model->params()) {
     for (uint32_t i : s.split.val) {
       const long F = s.data.features;
       m_xval.insert(m_xval.end(), s.data.x.begin() + static_cast<long>(i) * F,
@@ -626,7 +670,7 @@ public:
     m_ctx.seed = s.cfg.seed;
     m_ctx.atomic = s.cfg.determinism.reduction == "atomic";
     m_ctx.trace_full = s.cfg.determinism.trace == "full";
-    m_res.run_dir = s.run->path();
+    m_res.run_dir = s.run ? s.run->path() : "";
     m_res.status = "running";
     m_res.steps = s.start_step;
     if (s.start_step > 0) {
@@ -638,12 +682,12 @@ public:
     write_summary();
     const auto t_loop = std::chrono::steady_clock::now();
     try {
-      if (m_s.start_step == 0 && trace_weights()) {
+      if (m_s.start_step == 0 && trace_weights() && m_s.writer) {
         // Step 0: the initial state (weights before any update), so a diff can tell initial-state
         // differences from computation.
         StepRecord init;
         tensor_sums(m_params, nullptr, *m_s.pool, init.tensors);
-        m_steps.append(format_initial_line(init));
+        m_steps->append(format_initial_line(init));
       }
       for (long s = m_s.start_step + 1; s <= m_s.plan.total_steps && m_res.status == "running"; ++s) {
         step(s, t_loop);
@@ -671,16 +715,24 @@ public:
 
 private:
   bool trace_weights() const { return m_s.cfg.determinism.trace != "loss"; }
-  void write_summary() const { m_s.run->write_summary(summary_of(m_res, m_s.plan.total_steps, m_steps, m_evals)); }
+  void write_summary() const {
+    if (m_s.writer) {
+      m_s.run->write_summary(summary_of(m_res, m_s.plan.total_steps, *m_steps, *m_evals));
+    }
+  }
 
   // Forward and backward over the step's micro-batches; the optimizer update; the step's line.
   double compute(long s, long epoch, long bsz) {
     const long F = m_s.data.features;
     m_ctx.step = s;
     m_ctx.batch_size = bsz;
-    m_s.runner->begin_step(m_ctx);
     double loss_sum = 0.0;
-    const long acc = m_s.cfg.training.accumulation;
+    const long acc = m_s.chain ? 0 : m_s.cfg.training.accumulation;
+    if (m_s.chain) {
+      loss_sum = m_s.chain->step(m_ctx, m_batch.xb.data(), m_batch.yb.data(), bsz, F);
+    } else {
+      m_s.runner->begin_step(m_ctx);
+    }
     for (long k = 0; k < acc; ++k) {
       const long r0 = k * bsz / acc, r1 = (k + 1) * bsz / acc;
       if (r1 > r0) {
@@ -705,11 +757,13 @@ private:
       flip_lowest_bit(m_s.fault.flip_tensor);
     }
     m_rec.tensors.clear();
-    if (trace_weights()) {
+    if (trace_weights() && m_s.writer) {
       // After a flip the update's norms are stale: computed afresh (same order, same bits).
       tensor_sums(m_params, stepped && !flipped ? m_s.optim.get() : nullptr, *m_s.pool, m_rec.tensors);
     }
-    m_steps.append(format_step_line(m_rec));
+    if (m_s.writer) {
+      m_steps->append(format_step_line(m_rec));
+    }
     return loss;
   }
 
@@ -736,7 +790,7 @@ private:
     m_res.has_val = true;
     m_res.val_loss = loss_sum / static_cast<double>(n);
     m_res.val_accuracy = static_cast<double>(correct) / static_cast<double>(n);
-    m_evals.append(format_eval_line({step, m_res.val_loss, m_res.val_accuracy, n}));
+    m_evals->append(format_eval_line({step, m_res.val_loss, m_res.val_accuracy, n}));
   }
 
   void step(long s, std::chrono::steady_clock::time_point t_loop) {
@@ -748,7 +802,7 @@ private:
     m_res.steps = s;
     m_res.train_loss = loss;
     ++m_done;
-    if (opt.kill_after_step == s) {
+    if (opt.kill_after_step == s && (opt.kill_rank < 0 || opt.kill_rank == (m_s.ranks ? m_s.ranks->rank() : 0))) {
       ::raise(SIGKILL);
     }
     if (!std::isfinite(loss)) {
@@ -757,15 +811,21 @@ private:
       return;
     }
     const bool last = s == m_s.plan.total_steps;
-    const bool stopping = opt.stop && opt.stop->load();
-    const bool evaluated = s % tc.eval_every == 0 || last;
+    bool stopping = opt.stop && opt.stop->load();
+    if (m_s.ranks) {
+      // Rank 0 decides, so that every rank stops after the same step.
+      int flag = stopping ? 1 : 0;
+      m_s.ranks->broadcast(&flag, sizeof flag, 0);
+      stopping = flag != 0;
+    }
+    const bool evaluated = (s % tc.eval_every == 0 || last) && m_s.writer;
     if (evaluated) {
       evaluate(s);
     }
-    if (s % tc.checkpoint_every == 0 || last || stopping) {
+    if ((s % tc.checkpoint_every == 0 || last || stopping) && m_s.writer) {
       save_state(*m_s.run, s, m_s.digest(), *m_s.model, *m_s.optim, tc.checkpoint_keep);
     }
-    if (opt.on_progress) {
+    if (opt.on_progress && m_s.writer) {
       const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_loop).count();
       opt.on_progress({s, m_s.plan.total_steps, epoch, loss, el, el > 0 ? static_cast<double>(m_done) / el : 0.0,
                        evaluated && m_res.has_val, m_res.val_loss, m_res.val_accuracy});
@@ -777,7 +837,7 @@ private:
   }
 
   Session& m_s;
-  AppendLog &m_steps, &m_evals;
+  AppendLog *m_steps, *m_evals; // nullptr on ranks other than 0
   BatchGatherer m_batch;
   const std::vector<ParamRef> m_params; // named once, not per step
   std::vector<float> m_xval;
@@ -806,6 +866,59 @@ TrainResult completed_run(const std::string& dir, const ojson& summary) {
   return r;
 }
 
+// Ranks other than 0 start where rank 0 does: its step and its state (restored, or initial).
+void share_start(Session& s) {
+  Exchange& ex = *s.ranks;
+  ex.broadcast(&s.start_step, sizeof s.start_step, 0);
+  for (const auto& p : s.model->params()) {
+    ex.broadcast(p.data, p.size * sizeof(float), 0);
+  }
+  for (auto& st : s.optim->state()) {
+    ex.broadcast(st.data->data(), st.data->size() * sizeof(float), 0);
+  }
+}
+
+// `--ranks P` (or determinism.ranks P) outside an MPI launcher: this same command under
+// `mpirun -np P`. A rank that dies leaves the run marked failed, naming it.
+TrainResult run_on_ranks(Session& s) {
+  const TrainOptions& opt = s.opt;
+  std::vector<std::string> args(opt.command_line.begin() + (opt.command_line.empty() ? 0 : 1),
+                                opt.command_line.end());
+  std::string dir = s.forking ? opt.out_dir : s.resuming ? opt.resume_dir : opt.out_dir;
+  if (dir.empty()) {
+    dir = default_run_dir(opt.config_path);
+    args.insert(args.end(), {"-o", dir});
+  }
+  const RankLaunch r = launch_ranks(s.cfg.determinism.ranks, args);
+  std::optional<RunDir> run;
+  try {
+    run = RunDir::open(dir);
+  } catch (const Error&) {
+  }
+  // 0 complete, 1 a non-finite loss, 130 interrupted: the ranks ended together, rank 0 reported.
+  if ((r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 130) && run) {
+    TrainResult res = completed_run(run->path(), run->read_summary());
+    res.status = run->read_summary().value("status", "unknown");
+    res.already_complete = false;
+    res.launched = true;
+    res.code = static_cast<ExitCode>(r.exit_code);
+    return res;
+  }
+  if (r.dead_rank.empty() || !run) {
+    throw Error("mpirun", fmt::format("the {} ranks ended with exit status {}", s.cfg.determinism.ranks, r.exit_code));
+  }
+  const std::string why = r.dead_rank + " ended, and mpirun stopped the others";
+  run->mark_failed(why);
+  if (opt.kill_after_step > 0 && opt.kill_rank < 0) {
+    ::raise(SIGKILL); // the testing aid killed every rank: this process ends as one process would
+  }
+  const auto kept = run->checkpoints();
+  throw Error(run->path(), fmt::format("{}; the run is marked failed, its checkpoints are intact ({}): resume with "
+                                       "reprun train --resume {}",
+                                       why, kept.empty() ? "none yet" : fmt::format("newest: step {}", kept.front().step),
+                                       run->path()));
+}
+
 } // namespace
 
 TrainResult run_training(const TrainOptions& opt) {
@@ -820,8 +933,24 @@ TrainResult run_training(const TrainOptions& opt) {
     }
   }
   prepare(s);
-  RunLock lock = resume_or_start(s);
-  s.note("data: " + describe_data(s.data, s.plan.val_samples)); // once every input was accepted
+  if (s.cfg.determinism.ranks > 1 && launched_rank() < 0) {
+    return run_on_ranks(s); // every input checked: now under mpirun
+  }
+  s.ranks = mpi_world(opt.stop);
+  if (s.ranks) {
+    s.writer = s.ranks->rank() == 0;
+    s.chain = std::make_unique<RankChain>(*s.ranks, *s.model, *s.runner);
+    int ready = 0; // every rank has read the run before rank 0 changes it
+    s.ranks->broadcast(&ready, sizeof ready, 0);
+  }
+  std::optional<RunLock> lock;
+  if (s.writer) {
+    lock.emplace(resume_or_start(s));
+    s.note("data: " + describe_data(s.data, s.plan.val_samples)); // once every input was accepted
+  }
+  if (s.ranks) {
+    share_start(s);
+  }
   return Loop(s).run(t_start);
 }
 

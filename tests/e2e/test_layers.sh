@@ -1,5 +1,6 @@
 # tools/check-layers: passes on the tree, and fails on a planted upward include, a flat public
-# header and a path built from a run-directory file name (each in a copy of the sources).
+# header, mpi.h outside the exchange and a path built from a run-directory file name (each in a
+# copy of the sources).
 . "$(dirname "$0")/lib.sh"
 CHECK="$REPRUN_SRC/tools/check-layers"
 expect_rc 0 python3 "$CHECK" "$REPRUN_SRC"
@@ -30,6 +31,13 @@ printf '#pragma once\n' >"$T/tree/include/reprun/flat.hpp"
 printf '#include "reprun/flat.hpp"\n' >>"$T/tree/src/train/model.cpp"
 expect_rc 1 python3 "$CHECK" "$T/tree"
 grep -q "reprun/flat.hpp is not in a layer folder" "$T/out" || fail "flat header not reported"
+
+# MPI outside the exchange: the model including mpi.h.
+copy_tree
+printf '#include <mpi.h>\n' >>"$T/tree/src/train/model.cpp"
+expect_rc 1 python3 "$CHECK" "$T/tree"
+grep -q "src/train/model.cpp:[0-9]*: mpi.h: MPI headers belong to src/train/exchange_mpi.cpp only" "$T/out" ||
+  fail "mpi.h outside the exchange not reported: $(cat "$T/out")"
 
 # A run-directory path built outside src/record/.
 copy_tree

@@ -332,7 +332,7 @@ TEST_CASE("config: every kind of config survives config_to_json and config_from_
         R"("validation_fraction":0.1,"normalize":"standard"},"model":{"hidden":[64],"activation":"relu","dropout":0.0},)"
         R"("optimizer":{"name":"sgd","lr":0.05,"momentum":0.9,"weight_decay":0.0},)"
         R"("training":{"batch_size":32,"epochs":20,"accumulation":1,"checkpoint_every":100,"checkpoint_keep":2,)"
-        R"("eval_every":100,"eval_batch_size":256,"shuffle":true},"determinism":{"threads":2,"reduction":"ordered","trace":"weights"}})");
+        R"("eval_every":100,"eval_batch_size":256,"shuffle":true},"determinism":{"threads":2,"ranks":1,"reduction":"ordered","trace":"weights"}})");
   CHECK(config_to_json(parse(R"({"data":{"kind":"csv","path":"d","header":true}})"))["data"]["header"] == true);
   // A damaged manifest config is an error naming the manifest.
   ojson bad = config_to_json(parse("{}"));

@@ -16,6 +16,7 @@ struct ProcessSpec {
   std::string stdout_path;                                  // "" = discard
   std::string stderr_path;                                  // "" = discard; may equal stdout_path
   int tee_fd = -1;                                          // also copy both streams here (e.g. 2)
+  int tee_stdout_fd = -1;                                   // with tee_fd: stdout here instead (e.g. 1)
   bool append = false;                                      // append to the output files
   std::string* capture_stdout = nullptr;                    // also collect stdout here
   std::string cwd;                                          // "" = ours

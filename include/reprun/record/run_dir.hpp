@@ -127,6 +127,9 @@ public:
   // Reads and checks the manifest (JSON, format version); throws Error naming the file.
   nlohmann::ordered_json read_manifest() const;
   void write_summary(const RunSummary& s) const;
+  // For a run whose writing process was killed (an MPI rank died): the summary's status becomes
+  // "failed: <reason>" and its log facts those of the logs as they are; the rest stays.
+  void mark_failed(const std::string& reason) const;
   // summary.json as written, or {"status": "unknown (no summary.json)"} when absent.
   nlohmann::ordered_json read_summary() const;
 

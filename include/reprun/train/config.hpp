@@ -65,8 +65,13 @@ struct TrainingConfig {
 // Passes over the training split when neither training.epochs nor training.steps is given.
 inline constexpr long k_default_epochs = 20;
 
+// The most MPI ranks a run may have (determinism.ranks, --ranks, check --vary ranks).
+inline constexpr int k_max_ranks = 4096;
+
 struct DeterminismConfig {
   int threads = 0;                 // 0 in the file: all cores; resolved to a number
+  int ranks = 1;                   // MPI processes of a data-parallel run (docs/scaling.md); a run
+                                   // under mpirun records its world size here
   std::string reduction = "ordered"; // ordered | atomic
   std::string trace = "weights";     // loss | weights | full
 };

@@ -78,6 +78,18 @@ public:
   // order across micro-batches, so the split cannot change the sum).
   void micro_batch(const StepContext& ctx, const float* x, const int32_t* y, long m, long row0,
                    double& loss_sum);
+  // Data-parallel ranks (ranks.cpp): with `on`, micro_batch computes the per-sample work only (the
+  // whole of a rank's slice in one call, at most max_rows): it keeps each layer's output gradient
+  // and each sample's loss, and leaves the weight gradients and loss_sum alone. The chains then
+  // run, continuing those of the ranks before, through the three calls below.
+  void keep_for_chains(bool on);
+  // Rows [i0, i1) of layer l's weight gradient += the slice's a^T g (x: the slice's input).
+  void chain_weight_grad(size_t l, long i0, long i1, const float* x, long m);
+  // Layer l's bias gradient += the column sums of the slice's g.
+  void chain_bias_grad(size_t l, long m);
+  // loss_sum += each of the slice's m sample losses, in sample order.
+  void add_row_losses(long m, double& loss_sum) const;
+
   // Final trace entries of the step (forward and backward lists).
   void end_step(std::vector<TraceEntry>& forward, std::vector<TraceEntry>& backward);
 
@@ -98,6 +110,9 @@ private:
   std::vector<std::vector<float>> m_mask; // per hidden layer (rows, out): dropout scale (0 or 1/(1-p))
   std::vector<float> m_g;   // (rows, widest) gradient flowing back
   std::vector<float> m_dh;  // (rows, widest)
+  bool m_keep = false;                    // keep_for_chains
+  std::vector<std::vector<float>> m_gl;   // per layer (rows, out): kept output gradient
+  std::vector<double> m_row_loss;         // (rows): kept sample losses
   std::vector<std::unique_ptr<Xxh3Stream>> m_fwd_hash, m_bwd_hash; // trace full, per entry
   std::vector<std::string> m_fwd_names, m_bwd_names;
 };

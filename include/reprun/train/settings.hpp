@@ -17,7 +17,7 @@ struct ExecutionSetting {
   const char* why; // why it cannot change a result
 };
 
-// In config order. The CUDA and MPI issues add device and ranks.
+// In config order. The CUDA issue adds device.
 const std::vector<ExecutionSetting>& execution_settings();
 
 // True when `dotted_key` ("training.accumulation") is an execution setting, or lies inside one.

@@ -34,8 +34,11 @@ struct TrainOptions {
   std::string resume_dir;              // --resume: continue this run (or, with out_dir, fork it)
   long from_step = -1;                 // --from-step: fork from this checkpoint (-1: the newest)
   int threads = 0;                     // --threads; 0: keep the config's
+  int ranks = 0;                       // --ranks: run under `mpirun -np` on this machine; 0: keep
+                                       // the config's. Under an MPI launcher its world size counts
   std::vector<std::string> command_line;
   long kill_after_step = 0;            // testing aid: SIGKILL ourselves after logging this step
+  int kill_rank = -1;                  // testing aid: ... only on this MPI rank (-1: every rank)
   std::vector<std::string> env_allow;  // --env-allow: more environment variables to record
   std::string search_trial;            // `reprun search` trains a trial: its facts (a JSON object) go to
                                        // the new run's manifest as "search"
@@ -62,6 +65,7 @@ struct TrainResult {
   double wall_seconds = 0.0;
   double steps_per_second = 0.0;
   bool already_complete = false; // --resume of a complete run: nothing trained, metrics from its summary
+  bool launched = false;         // --ranks: the ranks under mpirun trained and printed; metrics from the summary
 };
 
 // A run, top to bottom: prepare (config, data, model), resume-or-start (run directory, state),

@@ -1,0 +1,51 @@
+// Data-parallel training over MPI ranks with the single-process bits (docs/scaling.md). Each
+// batch is cut into one contiguous slice per rank; each rank does the per-sample work of its own
+// slice (forward, backward deltas, dropout, sample losses), then every weight-gradient element's
+// one fused multiply-add chain in sample order is passed along the ranks: rank 0 runs it over its
+// samples and sends the accumulators to rank 1, which continues it over its own, and so on, block
+// by block (pipelined); the last rank broadcasts the finished gradients and loss sum.
+#pragma once
+
+#include "reprun/train/model.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace reprun {
+
+class Exchange;
+
+// Rows [begin, end) of a batch of `rows` that rank `rank` of `ranks` holds: contiguous, in rank
+// order, sizes differing by at most one.
+struct Slice {
+  long begin = 0;
+  long end = 0;
+};
+Slice rank_slice(long rows, int rank, int ranks);
+
+// The most rows any rank holds of a batch of `batch_size` (the runner's max_rows).
+long rank_slice_rows(long batch_size, int ranks);
+
+class RankChain {
+public:
+  // `block_elems`: gradient elements per message of the chain (a layer's weight rows are cut into
+  // blocks of about that many; each bias is one block).
+  RankChain(Exchange& ex, Mlp& model, MlpRunner& runner, long block_elems = 16384);
+
+  // One step's gradients (in the model's gw and gb) and loss sum, on every rank, bit for bit those
+  // of one process. xb, yb: the step's whole batch (bsz rows of `features`); ctx as for
+  // micro_batch. Calls the runner's begin_step.
+  double step(const StepContext& ctx, const float* xb, const int32_t* yb, long bsz, long features);
+
+private:
+  struct Block {
+    size_t layer;
+    long i0, i1; // weight rows [i0, i1); i0 == i1 == -1: the bias
+  };
+  Exchange& m_ex;
+  Mlp& m_model;
+  MlpRunner& m_runner;
+  std::vector<Block> m_blocks;
+};
+
+} // namespace reprun

@@ -1,0 +1,23 @@
+# A rank that dies (SIGKILL) during an MPI run: mpirun ends the job, `reprun train --ranks`
+# exits 2 naming the rank, the run's summary says failed with the rank, its checkpoints are
+# intact, and a resume (on another rank count) gives the single-process bits. A bare mpirun run
+# whose rank dies leaves a failed status too. Skips (125) without MPI.
+source "$(dirname "$0")/lib.sh"
+[[ ${REPRUN_WITH_MPI:-} == ON ]] || skip "this build has no MPI (cmake -DREPRUN_MPI=ON with libopenmpi-dev)"
+command -v mpirun >/dev/null || skip "no mpirun (apt-get install openmpi-bin)"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+small_config "$T/c.json" '"determinism": {"threads": 1}'
+expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/one" -q
+expect_rc 2 "$REPRUN" train "$T/c.json" -o "$T/k" --ranks 2 -q --kill-after-step 13 --kill-rank 1
+grep -q "^reprun: error: .*rank 1 (killed by signal 9" "$T/err" || fail "the error does not name rank 1: $(cat "$T/err")"
+status=$(json_get "$T/k/summary.json" status)
+[[ $status == "failed: rank 1 (killed by signal 9"* ]] || fail "summary status: $status"
+[[ -e $T/k/checkpoints/step-000000010.ckpt ]] || fail "checkpoint of step 10 missing: $(ls "$T/k/checkpoints")"
+expect_rc 0 "$REPRUN" train --resume "$T/k" --ranks 3 -q
+cmp -s "$T/one/steps.jsonl" "$T/k/steps.jsonl" || fail "resumed after a dead rank: steps.jsonl differs"
+# A bare mpirun: rank 0 sees the job stopped and records a failed status itself.
+run_rc mpirun -np 2 --oversubscribe "$REPRUN" train "$T/c.json" -o "$T/bare" -q --kill-after-step 13 --kill-rank 1
+[[ $RC != 0 ]] || fail "mpirun with a dead rank exited 0"
+status=$(json_get "$T/bare/summary.json" status)
+[[ $status == failed:* ]] || fail "bare mpirun, dead rank: summary status is '$status'"
+pass
