@@ -37,6 +37,8 @@ deps-bench:
 # Release build, then reprun and its peers side by side (not part of make test).
 bench: deps-bench build
 	@cmake --build $(BUILD) --target reprun_gemm_bench -j $(JOBS)
+	@if cmake --build $(BUILD) --target help | grep -q reprun_mpi_bench; then \
+	  cmake --build $(BUILD) --target reprun_mpi_bench -j $(JOBS); fi
 	@BUILD=$(BUILD) /usr/bin/python3 bench/run.py
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, and under ThreadSanitizer.

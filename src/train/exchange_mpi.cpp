@@ -14,6 +14,7 @@
 #include <climits>
 #include <fmt/format.h>
 #include <sched.h>
+#include <thread>
 #include <vector>
 
 namespace reprun {
@@ -38,27 +39,34 @@ public:
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &m_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &m_size);
+    m_yield = static_cast<unsigned>(m_size) > std::thread::hardware_concurrency();
   }
 
   int rank() const override { return m_rank; }
   int size() const override { return m_size; }
 
-  void recv(void* buf, size_t bytes, int from, int tag) override {
-    MPI_Request r;
-    check(MPI_Irecv(buf, count_of(bytes), MPI_BYTE, from, tag, MPI_COMM_WORLD, &r), from);
-    wait(&r, 1, from);
+  int post_recv(void* buf, size_t bytes, int from, int tag) override {
+    return posted(from, [&](MPI_Request* r) { return MPI_Irecv(buf, count_of(bytes), MPI_BYTE, from, tag, MPI_COMM_WORLD, r); });
   }
 
-  void send(const void* buf, size_t bytes, int to, int tag) override {
-    m_sends.emplace_back();
-    check(MPI_Isend(buf, count_of(bytes), MPI_BYTE, to, tag, MPI_COMM_WORLD, &m_sends.back()), to);
+  int post_send(const void* buf, size_t bytes, int to, int tag) override {
+    return posted(to, [&](MPI_Request* r) { return MPI_Isend(buf, count_of(bytes), MPI_BYTE, to, tag, MPI_COMM_WORLD, r); });
   }
 
-  void wait_sends() override {
-    if (!m_sends.empty()) {
-      wait(m_sends.data(), static_cast<int>(m_sends.size()), m_rank + 1);
-      m_sends.clear();
+  int post_broadcast(void* buf, size_t bytes, int root) override {
+    return posted(root, [&](MPI_Request* r) { return MPI_Ibcast(buf, count_of(bytes), MPI_BYTE, root, MPI_COMM_WORLD, r); });
+  }
+
+  void wait(int id) override {
+    wait(&m_requests[static_cast<size_t>(id)], 1, m_peers[static_cast<size_t>(id)]);
+  }
+
+  void wait_all() override {
+    for (size_t i = 0; i < m_requests.size(); ++i) {
+      wait(&m_requests[i], 1, m_peers[i]); // one by one, so that a stall names its peer
     }
+    m_requests.clear();
+    m_peers.clear();
   }
 
   void broadcast(void* buf, size_t bytes, int root) override {
@@ -67,8 +75,16 @@ public:
     wait(&r, 1, root);
   }
 
-  // Polls until the requests complete; spins (as MPI's own blocking calls do) but yields, so that
-  // more ranks than cores (--oversubscribe) still make progress.
+  template <class Start> int posted(int peer, Start&& start) {
+    m_requests.emplace_back();
+    m_peers.push_back(peer);
+    check(start(&m_requests.back()), peer);
+    return static_cast<int>(m_requests.size() - 1);
+  }
+
+  // Polls until the requests complete; spins, as MPI's own blocking calls do (a rank waits for its
+  // neighbour's next block within microseconds), and yields only when the ranks outnumber the
+  // cores (--oversubscribe), so that the one it waits for can run.
   void wait(MPI_Request* r, int n, int peer) {
     std::chrono::steady_clock::time_point stopped{};
     for (;;) {
@@ -87,7 +103,9 @@ public:
                                   peer));
         }
       }
-      sched_yield();
+      if (m_yield) {
+        sched_yield();
+      }
     }
   }
 
@@ -104,7 +122,9 @@ private:
   const std::atomic<bool>* m_stop;
   int m_rank = 0;
   int m_size = 1;
-  std::vector<MPI_Request> m_sends;
+  bool m_yield = false; // more ranks than cores (on one machine, as CI runs them)
+  std::vector<MPI_Request> m_requests; // posted since wait_all (a completed one is MPI_REQUEST_NULL)
+  std::vector<int> m_peers;            // the rank each waits for
 };
 
 std::unique_ptr<MpiExchange> g_world;

@@ -35,49 +35,97 @@ double RankChain::step(const StepContext& ctx, const float* xb, const int32_t* y
   const long m = sl.end - sl.begin;
   const float* x = xb + sl.begin * features;
   m_runner.begin_step(ctx);
+  post_receives();
   double unused = 0.0;
   // The parallel part: every rank's samples at once.
   m_runner.micro_batch(ctx, x, yb + sl.begin, m, sl.begin, unused);
+  return pass(x, m, true);
+}
+
+void RankChain::exchange_only() {
+  post_receives();
+  pass(nullptr, 0, false);
+}
+
+// Every block's receive is posted before this rank computes, so the previous rank's accumulators
+// land while it does (the pipeline), and a wait finds them there.
+void RankChain::post_receives() {
+  const int rank = m_ex.rank();
+  m_recv_ids.clear();
+  if (rank > 0) {
+    int tag = 0;
+    for (const Block& b : m_blocks) {
+      const Span sp = span_of(b);
+      m_recv_ids.push_back(m_ex.post_recv(sp.acc, sp.bytes, rank - 1, tag++));
+    }
+    m_recv_ids.push_back(m_ex.post_recv(&m_loss_in, sizeof m_loss_in, rank - 1, tag));
+  }
+}
+
+double RankChain::pass(const float* x, long m, bool compute) {
+  const int rank = m_ex.rank(), ranks = m_ex.size(), last = ranks - 1;
+  const size_t nb = m_blocks.size();
+  // The finished blocks reach every rank from the last rank, block by block as it finishes them,
+  // so that this overlaps the chains still running. On the other ranks a finished block lands in
+  // the memory their send of that block reads: its receive is posted once that send is complete,
+  // one block later. (Tag nb + 1 + b: the finished block b.)
+  m_send_ids.assign(nb, -1);
+  size_t shared = 0; // blocks whose return is posted
+  auto share_up_to = [&](size_t end) {
+    for (; shared < end; ++shared) {
+      const Span sp = span_of(m_blocks[shared]);
+      const int tag = static_cast<int>(nb + 1 + shared);
+      if (rank == last) {
+        for (int r = 0; r < last; ++r) {
+          m_ex.post_send(sp.acc, sp.bytes, r, tag);
+        }
+      } else {
+        m_ex.wait(m_send_ids[shared]);
+        m_ex.post_recv(sp.acc, sp.bytes, last, tag);
+      }
+    }
+  };
   // The chains, block by block: continue the previous rank's accumulators, pass them on. Rank 0
   // starts from the zeros of begin_step, as one process does.
-  auto& layers = m_model.layers();
-  int tag = 0;
-  for (const Block& b : m_blocks) {
-    Dense& d = layers[b.layer];
-    const bool bias = b.i0 < 0;
-    float* acc = bias ? d.gb.data() : d.gw.data() + b.i0 * d.out;
-    const size_t bytes = static_cast<size_t>(bias ? d.out : (b.i1 - b.i0) * d.out) * sizeof(float);
+  for (size_t b = 0; b < nb; ++b) {
+    const Block& blk = m_blocks[b];
+    const Span sp = span_of(blk);
     if (rank > 0) {
-      m_ex.recv(acc, bytes, rank - 1, tag);
+      m_ex.wait(m_recv_ids[b]);
     }
-    if (bias) {
-      m_runner.chain_bias_grad(b.layer, m);
-    } else {
-      m_runner.chain_weight_grad(b.layer, b.i0, b.i1, x, m);
+    if (compute && blk.i0 < 0) {
+      m_runner.chain_bias_grad(blk.layer, m);
+    } else if (compute) {
+      m_runner.chain_weight_grad(blk.layer, blk.i0, blk.i1, x, m);
     }
-    if (rank + 1 < ranks) {
-      m_ex.send(acc, bytes, rank + 1, tag);
+    if (rank < last) {
+      m_send_ids[b] = m_ex.post_send(sp.acc, sp.bytes, rank + 1, static_cast<int>(b));
     }
-    ++tag;
+    share_up_to(rank == last ? b + 1 : b);
   }
   // The loss sum: the same chain, in float64.
-  double loss_sum = 0.0;
+  m_loss = 0.0;
   if (rank > 0) {
-    m_ex.recv(&loss_sum, sizeof loss_sum, rank - 1, tag);
+    m_ex.wait(m_recv_ids[nb]);
+    m_loss = m_loss_in;
   }
-  m_runner.add_row_losses(m, loss_sum);
-  if (rank + 1 < ranks) {
-    m_ex.send(&loss_sum, sizeof loss_sum, rank + 1, tag);
+  m_runner.add_row_losses(m, m_loss);
+  const int loss_send = rank < last ? m_ex.post_send(&m_loss, sizeof m_loss, rank + 1, static_cast<int>(nb)) : -1;
+  share_up_to(nb);
+  if (loss_send >= 0) {
+    m_ex.wait(loss_send);
   }
-  m_ex.wait_sends();
-  // The last rank holds the finished gradients: everyone gets its bytes.
-  const int last = ranks - 1;
-  for (auto& d : layers) {
-    m_ex.broadcast(d.gw.data(), d.gw.size() * sizeof(float), last);
-    m_ex.broadcast(d.gb.data(), d.gb.size() * sizeof(float), last);
+  m_ex.wait_all();
+  m_ex.broadcast(&m_loss, sizeof m_loss, last);
+  return m_loss;
+}
+
+RankChain::Span RankChain::span_of(const Block& b) {
+  Dense& d = m_model.layers()[b.layer];
+  if (b.i0 < 0) {
+    return {d.gb.data(), static_cast<size_t>(d.out) * sizeof(float)};
   }
-  m_ex.broadcast(&loss_sum, sizeof loss_sum, last);
-  return loss_sum;
+  return {d.gw.data() + b.i0 * d.out, static_cast<size_t>((b.i1 - b.i0) * d.out) * sizeof(float)};
 }
 
 } // namespace reprun

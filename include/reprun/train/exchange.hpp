@@ -17,12 +17,19 @@ public:
   virtual ~Exchange() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // Receives `bytes` from rank `from` (message `tag`), waiting for it.
-  virtual void recv(void* buf, size_t bytes, int from, int tag) = 0;
-  // Starts sending `bytes` to rank `to`; the buffer must stay unchanged until wait_sends().
-  virtual void send(const void* buf, size_t bytes, int to, int tag) = 0;
-  virtual void wait_sends() = 0;
-  // Every rank's `buf` becomes `root`'s.
+  // Posted operations: each returns a number for wait(); the numbers restart after wait_all().
+  // A receive of `bytes` from rank `from` (message `tag`), posted early so that the sender's bytes
+  // land while this rank computes.
+  virtual int post_recv(void* buf, size_t bytes, int from, int tag) = 0;
+  // A send to rank `to`; the buffer stays unchanged until it is waited for.
+  virtual int post_send(const void* buf, size_t bytes, int to, int tag) = 0;
+  // A broadcast of `root`'s bytes into every rank's `buf`; every rank posts the same broadcasts
+  // in the same order.
+  virtual int post_broadcast(void* buf, size_t bytes, int root) = 0;
+  virtual void wait(int id) = 0;
+  // Waits for every operation posted since the last wait_all.
+  virtual void wait_all() = 0;
+  // A broadcast, waited for.
   virtual void broadcast(void* buf, size_t bytes, int root) = 0;
 };
 

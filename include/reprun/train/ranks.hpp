@@ -30,22 +30,38 @@ class RankChain {
 public:
   // `block_elems`: gradient elements per message of the chain (a layer's weight rows are cut into
   // blocks of about that many; each bias is one block).
-  RankChain(Exchange& ex, Mlp& model, MlpRunner& runner, long block_elems = 16384);
+  RankChain(Exchange& ex, Mlp& model, MlpRunner& runner, long block_elems = 65536);
 
   // One step's gradients (in the model's gw and gb) and loss sum, on every rank, bit for bit those
   // of one process. xb, yb: the step's whole batch (bsz rows of `features`); ctx as for
   // micro_batch. Calls the runner's begin_step.
   double step(const StepContext& ctx, const float* xb, const int32_t* yb, long bsz, long features);
 
+  // The messages of one step without its arithmetic, in the same order (make bench: the exchange's
+  // own cost). Every rank calls it together.
+  void exchange_only();
+
 private:
+  void post_receives();
+  double pass(const float* x, long m, bool compute); // the chains, then the broadcast
   struct Block {
     size_t layer;
     long i0, i1; // weight rows [i0, i1); i0 == i1 == -1: the bias
   };
+  struct Span {
+    float* acc; // the block's accumulators in the model's gradient
+    size_t bytes;
+  };
+  Span span_of(const Block& b);
+
   Exchange& m_ex;
   Mlp& m_model;
   MlpRunner& m_runner;
   std::vector<Block> m_blocks;
+  std::vector<int> m_recv_ids; // per block, then the loss: the posted receives of this step
+  std::vector<int> m_send_ids; // per block: its posted send to the next rank (-1: none)
+  double m_loss_in = 0.0;      // the loss sum received from the previous rank
+  double m_loss = 0.0;         // this rank's continuation of it (sent on, then broadcast into)
 };
 
 } // namespace reprun
