@@ -5,7 +5,8 @@ Workloads (issue "Performance"): the mnist-mlp trainer against PyTorch at 1 and 
 GFLOP/s on the layer shapes against OpenBLAS; accuracy parity (same data as PyTorch, and
 scikit-learn's digits); trace overhead; the cost of `reprun exec`'s automatic step log in the
 PyTorch mnist-mlp script; `reprun hash` against openssl, b3sum and sha256sum; `reprun diff` on two
-1,000,000-step logs; start-up. Timings are medians of several runs with the peers interleaved with
+1,000,000-step logs; MPI ranks (the exchange against MPI_Allreduce, the epoch at 1 and 2 ranks);
+start-up. Timings are medians of several runs with the peers interleaved with
 reprun. Writes bench/results/latest.json and the table in docs/performance.md. Python standard
 library only (the peers bring numpy and torch).
 
@@ -27,6 +28,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPRUN = os.path.join(ROOT, os.environ.get("BUILD", "build"), "reprun")
 GEMM = os.path.join(ROOT, os.environ.get("BUILD", "build"), "reprun_gemm_bench")
+MPI_BENCH = os.path.join(ROOT, os.environ.get("BUILD", "build"), "reprun_mpi_bench")
 PY = "/usr/bin/python3"
 REPS = int(os.environ.get("BENCH_REPS", "3"))
 # The capture overhead is a ratio of two noisy timings of the same script: more pairs than REPS.
@@ -340,6 +342,30 @@ def bench_diff(work, results):
         os.remove(p)
 
 
+def bench_mpi(work, results):
+    """MPI data parallelism (docs/scaling.md): the exchange of one mnist-mlp step against a plain
+    MPI_Allreduce of the same bytes, and the mnist-mlp epoch at 1 and 2 ranks, one thread each."""
+    if not os.path.exists(MPI_BENCH) or not shutil.which("mpirun"):
+        print("bench: mpi skipped (no MPI in this build, or no mpirun)", file=sys.stderr)
+        return
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    ex = json.loads(run(["mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none", MPI_BENCH, "300"],
+                        env=env).stdout.strip().splitlines()[-1])
+    cfg = os.path.join(ROOT, "examples", "mnist-mlp.json")
+    epoch, steps_files = {}, {}
+    for ranks in (1, 2):
+        xs = []
+        for i in range(REPS):
+            d = os.path.join(work, f"mpi-r{ranks}-{i}")
+            run([REPRUN, "train", cfg, "-o", d, "--ranks", str(ranks), "--threads", "1", "-q"], env=env)
+            s = json.load(open(os.path.join(d, "summary.json")))
+            xs.append(s["steps"] / s["steps_per_second"])
+            steps_files[ranks] = os.path.join(d, "steps.jsonl")
+        epoch[ranks] = median(xs)
+    identical = open(steps_files[1], "rb").read() == open(steps_files[2], "rb").read()
+    results["mpi"] = {"exchange": ex, "epoch_seconds": epoch, "bitwise_identical_1_vs_2_ranks": identical}
+
+
 def bench_startup(results):
     out = {}
     for name, cmd in (("version", [REPRUN, "--version"]), ("env", [REPRUN, "env"])):
@@ -395,6 +421,15 @@ def table(results):
         lines.append(f"| diff 1M-step logs, identical | {d['identical']['seconds']:.3f} s, {d['identical']['peak_rss_mb']:.0f} MB | | | <= 0.5 s, 64 MB |")
         lines.append(f"| diff 1M-step logs, diverging at 500k | {d['diverging_at_500000']['seconds']:.3f} s, "
                      f"{d['diverging_at_500000']['peak_rss_mb']:.0f} MB | | | <= 1 s, 64 MB |")
+    if results.get("mpi"):
+        m = results["mpi"]
+        e = m["exchange"]
+        lines.append(f"| MPI exchange of one mnist-mlp step, 2 ranks, {e['bytes'] / 1e6:.2f} MB | {e['exchange_ms']:.3f} ms | "
+                     f"MPI_Allreduce {e['allreduce_ms']:.3f} ms | {e['ratio']:.2f}x (exchange / allreduce) | <= 1.5x |")
+        t = {int(k): v for k, v in m["epoch_seconds"].items()}
+        lines.append(f"| mnist-mlp epoch, 2 ranks x 1 thread | {t[2]:.3f} s | 1 rank {t[1]:.3f} s | "
+                     f"{t[1] / t[2]:.2f}x | > 1x |")
+        lines.append(f"| bitwise identical, 1 vs 2 ranks | {'yes' if m['bitwise_identical_1_vs_2_ranks'] else 'NO'} | | | yes |")
     if "startup_seconds" in results:
         s = results["startup_seconds"]
         lines.append(f"| start-up: reprun --version | {s['version'] * 1000:.1f} ms | | | <= 10 ms |")
@@ -409,7 +444,7 @@ def main():
                 ("digits", lambda: bench_digits(work, results)), ("search", lambda: bench_search(work, results)),
                 ("capture", lambda: bench_capture(work, results)),
                 ("hash", lambda: bench_hash(work, results)), ("diff", lambda: bench_diff(work, results)),
-                ("startup", lambda: bench_startup(results)))
+                ("mpi", lambda: bench_mpi(work, results)), ("startup", lambda: bench_startup(results)))
     only = [n for n in os.environ.get("BENCH_ONLY", "").split(",") if n]
     unknown = [n for n in only if n not in dict(sections)]
     if unknown:

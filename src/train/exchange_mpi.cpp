@@ -23,6 +23,8 @@ namespace {
 
 // After a stop signal, a wait that makes no progress for this long means a peer is gone.
 constexpr auto k_stalled = std::chrono::milliseconds(500);
+// Polls of a wait before it starts yielding the core (a few tens of microseconds).
+constexpr long k_spin_polls = 2000;
 
 int count_of(size_t bytes) {
   if (bytes > static_cast<size_t>(INT_MAX)) {
@@ -82,11 +84,12 @@ public:
     return static_cast<int>(m_requests.size() - 1);
   }
 
-  // Polls until the requests complete; spins, as MPI's own blocking calls do (a rank waits for its
-  // neighbour's next block within microseconds), and yields only when the ranks outnumber the
-  // cores (--oversubscribe), so that the one it waits for can run.
+  // Polls until the requests complete: spins a little, as MPI's own blocking calls do (a rank
+  // waits for its neighbour's next block within microseconds), then yields at every poll, so that
+  // the rank it waits for can run on a busy machine; at once when the ranks outnumber the cores.
   void wait(MPI_Request* r, int n, int peer) {
     std::chrono::steady_clock::time_point stopped{};
+    long polls = 0;
     for (;;) {
       int done = 0;
       check(MPI_Testall(n, r, &done, MPI_STATUSES_IGNORE), peer);
@@ -103,7 +106,7 @@ public:
                                   peer));
         }
       }
-      if (m_yield) {
+      if (m_yield || ++polls > k_spin_polls) {
         sched_yield();
       }
     }

@@ -40,6 +40,10 @@ expect_rc 0 "$REPRUN" train --resume "$T/k2" --ranks 1 -q
 same "$T/k2" "2 ranks killed at step 14, resumed on 1"
 resumed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["resumes"][-1]["ranks"])' "$T/k2/manifest.json")
 [[ $resumed == 1 ]] || fail "the resume on 1 rank is recorded as $resumed ranks"
+# The gate: ranks are a dimension of check.
+expect_rc 0 "$REPRUN" check "$T/c.json" --vary ranks=1,3
+grep -q "^PASS: 2 runs bitwise identical" "$T/out" || fail "check --vary ranks=1,3: $(head -3 "$T/out")"
+grep -q "run-2: ranks=3 -> complete" "$T/out" || fail "check does not name the ranks: $(cat "$T/out")"
 # More ranks than the rows of a batch: one line, nothing launched, nothing written.
 expect_error "determinism.ranks: 40 ranks but a batch of this run has only 28 rows" \
   "$REPRUN" train "$T/c.json" -o "$T/many" --ranks 40 -q
