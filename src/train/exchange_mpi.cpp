@@ -55,10 +55,6 @@ public:
     return posted(to, [&](MPI_Request* r) { return MPI_Isend(buf, count_of(bytes), MPI_BYTE, to, tag, MPI_COMM_WORLD, r); });
   }
 
-  int post_broadcast(void* buf, size_t bytes, int root) override {
-    return posted(root, [&](MPI_Request* r) { return MPI_Ibcast(buf, count_of(bytes), MPI_BYTE, root, MPI_COMM_WORLD, r); });
-  }
-
   void wait(int id) override {
     wait(&m_requests[static_cast<size_t>(id)], 1, m_peers[static_cast<size_t>(id)]);
   }

@@ -23,9 +23,6 @@ public:
   virtual int post_recv(void* buf, size_t bytes, int from, int tag) = 0;
   // A send to rank `to`; the buffer stays unchanged until it is waited for.
   virtual int post_send(const void* buf, size_t bytes, int to, int tag) = 0;
-  // A broadcast of `root`'s bytes into every rank's `buf`; every rank posts the same broadcasts
-  // in the same order.
-  virtual int post_broadcast(void* buf, size_t bytes, int root) = 0;
   virtual void wait(int id) = 0;
   // Waits for every operation posted since the last wait_all.
   virtual void wait_all() = 0;
