@@ -64,7 +64,7 @@ deps-fuzz:
 # build-fuzz/corpus, crashes to build-fuzz/crashes). fuzz-smoke is the short run CI does.
 fuzz: deps-fuzz
 	@cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-	  -DREPRUN_FUZZ=ON -DREPRUN_CUDA=OFF >/dev/null
+	  -DREPRUN_FUZZ=ON -DREPRUN_CUDA=OFF -DREPRUN_MPI=OFF >/dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  mkdir -p build-fuzz/corpus/$$t build-fuzz/crashes; \
