@@ -882,6 +882,12 @@ void share_start(Session& s) {
 // `mpirun -np P`. A rank that dies leaves the run marked failed, naming it.
 TrainResult run_on_ranks(Session& s) {
   const TrainOptions& opt = s.opt;
+  if (mpi_library().empty()) {
+    throw Error(s.cfg.source + ": determinism.ranks",
+                fmt::format("{} ranks, but this reprun was built without MPI; rebuild with libopenmpi-dev installed "
+                            "(cmake -DREPRUN_MPI=ON), or train on 1 rank",
+                            s.cfg.determinism.ranks));
+  }
   std::vector<std::string> args(opt.command_line.begin() + (opt.command_line.empty() ? 0 : 1),
                                 opt.command_line.end());
   std::string dir = s.forking ? opt.out_dir : s.resuming ? opt.resume_dir : opt.out_dir;
