@@ -1,5 +1,7 @@
-// The MPI exchange (include/reprun/train/exchange.hpp): the only file that includes mpi.h. It moves
-// bytes between ranks and never adds a float. Every wait polls, so that a job whose rank died
+// The MPI exchange (include/reprun/train/exchange.hpp): the only file that includes mpi.h. It is
+// built as its own module, libreprun_mpi.so, which exchange_load.cpp loads only when a launcher
+// started several ranks: the plain binary never loads Open MPI (whose loading alone costs ~10 ms of
+// start-up). It moves bytes between ranks and never adds a float. Every wait polls, so that a job whose rank died
 // (mpirun then stops the others with SIGTERM, which sets `stop`) ends with an error naming the rank
 // this one waited for, instead of waiting forever.
 #include "reprun/train/exchange.hpp"
@@ -130,39 +132,30 @@ std::unique_ptr<MpiExchange> g_world;
 
 } // namespace
 
-Exchange* mpi_world(const std::atomic<bool>* stop) {
-  if (!g_world) {
-    if (launched_rank() < 0 || launched_size() <= 1) {
-      return nullptr;
-    }
-    g_world = std::make_unique<MpiExchange>(stop);
+} // namespace reprun
+
+// The module's entry points, looked up by exchange_load.cpp (C names: dlsym finds them as written).
+extern "C" {
+
+// Starts MPI (MPI_Init) and returns this process's world; an Error propagates to the caller.
+__attribute__((visibility("default"))) reprun::Exchange* reprun_mpi_start(const std::atomic<bool>* stop) {
+  if (!reprun::g_world) {
+    reprun::g_world = std::make_unique<reprun::MpiExchange>(stop);
   }
-  return g_world.get();
+  return reprun::g_world.get();
 }
 
-std::string mpi_library() {
-  char v[MPI_MAX_LIBRARY_VERSION_STRING];
-  int len = 0;
-  MPI_Get_library_version(v, &len); // callable before MPI_Init (MPI-3)
-  std::string s(v, static_cast<size_t>(len));
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\0' || s.back() == ' ')) {
-    s.pop_back();
-  }
-  return s;
-}
-
-bool mpi_started() { return g_world != nullptr; }
-
-void mpi_finish(bool ok, int code) {
-  if (!g_world) {
+// MPI_Finalize when `ok`, else MPI_Abort with `code`.
+__attribute__((visibility("default"))) void reprun_mpi_finish(int ok, int code) {
+  if (!reprun::g_world) {
     return;
   }
   if (ok) {
-    g_world.reset();
+    reprun::g_world.reset();
     MPI_Finalize();
   } else {
     MPI_Abort(MPI_COMM_WORLD, code);
   }
 }
 
-} // namespace reprun
+} // extern "C"

@@ -44,7 +44,8 @@ int launched_rank();
 // The number of ranks the launcher started (OMPI_COMM_WORLD_SIZE, PMI_SIZE), 0 when unknown.
 int launched_size();
 
-// The MPI library this build uses ("Open MPI v4.1.4, ..."), or "" for a build without MPI.
+// The MPI library this build uses ("Open MPI 4.1.4, MPI 3.1", found by CMake), or "" for a build without
+// MPI. Loads nothing.
 std::string mpi_library();
 
 // True once mpi_world() started MPI in this process.
