@@ -1,7 +1,7 @@
 // `make bench`, MPI section: the exchange of one training step of the mnist-mlp model (784-256-
 // 256-10, 268,650 gradient elements) over the ranks, against a plain MPI_Allreduce of the same
 // bytes. Run under `mpirun -np P`; rank 0 prints one JSON line. The exchange is RankChain's own
-// (exchange_only: the chain's messages and the broadcast, without the arithmetic between them).
+// (exchange_only: the chain's messages and the return, without the arithmetic between them).
 // A benchmark, not product code: it may include mpi.h for the Allreduce it compares with.
 #define OMPI_SKIP_MPICXX 1
 #include <mpi.h>

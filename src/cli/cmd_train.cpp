@@ -89,6 +89,9 @@ int run(const TrainFlags& f) {
   if (tty && !f.quiet && r.status != "complete") {
     std::cerr << "\n";
   }
+  if (r.other_rank || (r.launched && r.code == ExitCode::different)) {
+    return static_cast<int>(r.code); // rank 0 reports (under --ranks, its lines are ours)
+  }
   if (r.code == ExitCode::different) {
     std::cerr << "reprun: error: " << r.run_dir << ": " << r.status << "\n";
   } else if (!f.quiet && !r.launched) {

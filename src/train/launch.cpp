@@ -39,8 +39,10 @@ std::string dead_rank_in(const std::string& log_path) {
 
 } // namespace
 
-RankLaunch launch_ranks(int ranks, const std::vector<std::string>& args) {
+RankLaunch launch_ranks(int ranks, const std::vector<std::string>& args, const std::atomic<bool>* stop) {
   ProcessSpec spec;
+  spec.stop = stop;
+  spec.die_with_parent = true;
   spec.argv = {"mpirun", "-np", std::to_string(ranks), "--oversubscribe", "--bind-to", "none"};
   if (::geteuid() == 0) {
     spec.argv.push_back("--allow-run-as-root"); // containers and CI run as root

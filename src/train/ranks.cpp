@@ -29,7 +29,8 @@ RankChain::RankChain(Exchange& ex, Mlp& model, MlpRunner& runner, long block_ele
   runner.keep_for_chains(true);
 }
 
-double RankChain::step(const StepContext& ctx, const float* xb, const int32_t* yb, long bsz, long features) {
+double RankChain::step(const StepContext& ctx, const float* xb, const int32_t* yb, long bsz, long features,
+                       bool stop) {
   const int rank = m_ex.rank(), ranks = m_ex.size();
   const Slice sl = rank_slice(bsz, rank, ranks);
   const long m = sl.end - sl.begin;
@@ -39,12 +40,12 @@ double RankChain::step(const StepContext& ctx, const float* xb, const int32_t* y
   double unused = 0.0;
   // The parallel part: every rank's samples at once.
   m_runner.micro_batch(ctx, x, yb + sl.begin, m, sl.begin, unused);
-  return pass(x, m, true);
+  return pass(x, m, true, stop);
 }
 
 void RankChain::exchange_only() {
   post_receives();
-  pass(nullptr, 0, false);
+  pass(nullptr, 0, false, false);
 }
 
 // Every block's receive is posted before this rank computes, so the previous rank's accumulators
@@ -58,11 +59,11 @@ void RankChain::post_receives() {
       const Span sp = span_of(b);
       m_recv_ids.push_back(m_ex.post_recv(sp.acc, sp.bytes, rank - 1, tag++));
     }
-    m_recv_ids.push_back(m_ex.post_recv(&m_loss_in, sizeof m_loss_in, rank - 1, tag));
+    m_recv_ids.push_back(m_ex.post_recv(&m_tail_in, sizeof m_tail_in, rank - 1, tag));
   }
 }
 
-double RankChain::pass(const float* x, long m, bool compute) {
+double RankChain::pass(const float* x, long m, bool compute, bool stop) {
   const int rank = m_ex.rank(), ranks = m_ex.size(), last = ranks - 1;
   const size_t nb = m_blocks.size();
   // The finished blocks reach every rank from the last rank, block by block as it finishes them,
@@ -103,21 +104,27 @@ double RankChain::pass(const float* x, long m, bool compute) {
     }
     share_up_to(rank == last ? b + 1 : b);
   }
-  // The loss sum: the same chain, in float64.
-  m_loss = 0.0;
+  // The loss sum, the same chain in float64, and rank 0's stop request; then, from the last rank,
+  // the finished tail to all (tag 2 nb + 1), like the blocks.
+  m_out = Tail{0.0, stop ? 1.0 : 0.0};
   if (rank > 0) {
     m_ex.wait(m_recv_ids[nb]);
-    m_loss = m_loss_in;
+    m_out = m_tail_in;
   }
-  m_runner.add_row_losses(m, m_loss);
-  const int loss_send = rank < last ? m_ex.post_send(&m_loss, sizeof m_loss, rank + 1, static_cast<int>(nb)) : -1;
+  m_runner.add_row_losses(m, m_out.loss);
+  const int tail_tag = static_cast<int>(2 * nb + 1);
+  if (rank < last) {
+    m_ex.post_send(&m_out, sizeof m_out, rank + 1, static_cast<int>(nb));
+    m_ex.post_recv(&m_tail, sizeof m_tail, last, tail_tag);
+  } else {
+    m_tail = m_out;
+    for (int r = 0; r < last; ++r) {
+      m_ex.post_send(&m_tail, sizeof m_tail, r, tail_tag);
+    }
+  }
   share_up_to(nb);
-  if (loss_send >= 0) {
-    m_ex.wait(loss_send);
-  }
   m_ex.wait_all();
-  m_ex.broadcast(&m_loss, sizeof m_loss, last);
-  return m_loss;
+  return m_tail.loss;
 }
 
 RankChain::Span RankChain::span_of(const Block& b) {

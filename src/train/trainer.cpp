@@ -510,7 +510,8 @@ private:
     double loss_sum = 0.0;
     const long acc = m_s.chain ? 0 : m_s.cfg.training.accumulation;
     if (m_s.chain) {
-      loss_sum = m_s.chain->step(m_ctx, m_batch.xb.data(), m_batch.yb.data(), bsz, F);
+      const bool stop = m_s.opt.stop && m_s.opt.stop->load();
+      loss_sum = m_s.chain->step(m_ctx, m_batch.xb.data(), m_batch.yb.data(), bsz, F, stop);
     } else {
       m_s.runner->begin_step(m_ctx);
     }
@@ -592,13 +593,9 @@ private:
       return;
     }
     const bool last = s == m_s.plan.total_steps;
-    bool stopping = opt.stop && opt.stop->load();
-    if (m_s.ranks) {
-      // Rank 0 decides, so that every rank stops after the same step.
-      int flag = stopping ? 1 : 0;
-      m_s.ranks->broadcast(&flag, sizeof flag, 0);
-      stopping = flag != 0;
-    }
+    // Over several ranks rank 0 decides (its request travelled with the step's loss sum), so that
+    // every rank stops after the same step.
+    const bool stopping = m_s.chain ? m_s.chain->stop_after() : opt.stop && opt.stop->load();
     const bool evaluated = (s % tc.eval_every == 0 || last) && m_s.writer;
     if (evaluated) {
       evaluate(s);
@@ -658,19 +655,21 @@ TrainResult run_on_ranks(Session& s) {
     dir = default_run_dir(opt.config_path);
     args.insert(args.end(), {"-o", dir});
   }
-  const RankLaunch r = launch_ranks(s.cfg.determinism.ranks, args);
+  const RankLaunch r = launch_ranks(s.cfg.determinism.ranks, args, s.opt.stop);
   std::optional<RunDir> run;
   try {
     run = RunDir::open(dir);
   } catch (const Error&) {
   }
   // 0 complete, 1 a non-finite loss, 130 interrupted: the ranks ended together, rank 0 reported.
+  // The exit code follows the status rank 0 wrote: mpirun itself ends with 1 when it was
+  // interrupted too (a Ctrl-C reaches the whole process group), however the ranks ended.
   if ((r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 130) && run) {
     TrainResult res = completed_run(run->path(), run->read_summary());
     res.status = run->read_summary().value("status", "unknown");
     res.already_complete = false;
     res.launched = true;
-    res.code = static_cast<ExitCode>(r.exit_code);
+    res.code = res.status == "interrupted" ? ExitCode::interrupted : static_cast<ExitCode>(r.exit_code);
     return res;
   }
   if (r.dead_rank.empty() || !run) {
@@ -720,7 +719,9 @@ TrainResult run_training(const TrainOptions& opt) {
   if (s.ranks) {
     share_start(s);
   }
-  return Loop(s).run(t_start);
+  TrainResult res = Loop(s).run(t_start);
+  res.other_rank = !s.writer;
+  return res;
 }
 
 } // namespace reprun

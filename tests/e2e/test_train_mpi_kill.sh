@@ -1,7 +1,9 @@
 # A rank that dies (SIGKILL) during an MPI run: mpirun ends the job, `reprun train --ranks`
 # exits 2 naming the rank, the run's summary says failed with the rank, its checkpoints are
 # intact, and a resume (on another rank count) gives the single-process bits. A bare mpirun run
-# whose rank dies leaves a failed status too. Skips (125) without MPI.
+# whose rank dies leaves a failed status too. A SIGTERM to `reprun train --ranks` (a scheduler's,
+# or a search's) reaches the ranks through mpirun: they stop after the same step, exit 130 with
+# the status "interrupted" and a checkpoint, and one summary is printed. Skips (125) without MPI.
 source "$(dirname "$0")/lib.sh"
 [[ ${REPRUN_WITH_MPI:-} == ON ]] || skip "this build has no MPI (cmake -DREPRUN_MPI=ON with libopenmpi-dev)"
 command -v mpirun >/dev/null || skip "no mpirun (apt-get install openmpi-bin)"
@@ -15,6 +17,25 @@ status=$(json_get "$T/k/summary.json" status)
 [[ -e $T/k/checkpoints/step-000000010.ckpt ]] || fail "checkpoint of step 10 missing: $(ls "$T/k/checkpoints")"
 expect_rc 0 "$REPRUN" train --resume "$T/k" --ranks 3 -q
 cmp -s "$T/one/steps.jsonl" "$T/k/steps.jsonl" || fail "resumed after a dead rank: steps.jsonl differs"
+# SIGTERM to the --ranks process alone, once the run is under way (a long run: 600 epochs).
+json_edit "$T/c.json" training.epochs=600 training.checkpoint_every=100000
+expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/long1" -q
+"$REPRUN" train "$T/c.json" -o "$T/t" --ranks 2 >"$T/t.out" 2>"$T/t.err" &
+pid=$!
+for _ in $(seq 600); do
+  [[ $(cat "$T/t/steps.jsonl" 2>/dev/null | wc -l) -ge 30 ]] && break
+  sleep 0.05
+done
+kill -TERM $pid
+wait $pid
+rc=$?
+[[ $rc == 130 ]] || fail "SIGTERM to train --ranks 2: exit $rc, expected 130: $(tail -3 "$T/t.err")"
+[[ $(json_get "$T/t/summary.json" status) == interrupted ]] || fail "status after SIGTERM: $(json_get "$T/t/summary.json" status)"
+stopped=$(json_get "$T/t/summary.json" steps)
+[[ -e $T/t/checkpoints/$(printf 'step-%09d.ckpt' "$stopped") ]] || fail "no checkpoint of step $stopped: $(ls "$T/t/checkpoints")"
+[[ $(grep -c '^run: ' "$T/t.out") == 1 ]] || fail "expected one summary, got: $(cat "$T/t.out")"
+expect_rc 0 "$REPRUN" train --resume "$T/t" --ranks 1 -q
+cmp -s "$T/long1/steps.jsonl" "$T/t/steps.jsonl" || fail "interrupted on 2 ranks, resumed on 1: steps.jsonl differs"
 # A bare mpirun: rank 0 sees the job stopped and records a failed status itself.
 run_rc mpirun -np 2 --oversubscribe "$REPRUN" train "$T/c.json" -o "$T/bare" -q --kill-after-step 13 --kill-rank 1
 [[ $RC != 0 ]] || fail "mpirun with a dead rank exited 0"

@@ -2,6 +2,7 @@
 // output passed through as it arrives, and reads mpirun's report of a rank that ended.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,9 @@ struct RankLaunch {
 };
 
 // Runs `mpirun -np ranks --oversubscribe --bind-to none [--allow-run-as-root] SELF args...`.
+// Once `stop` is set (our SIGINT or SIGTERM), mpirun gets SIGTERM, which it passes to the ranks:
+// they stop after the same step, as a run on one process does. mpirun dies with this process.
 // Throws Error (exit 2) when mpirun cannot be started.
-RankLaunch launch_ranks(int ranks, const std::vector<std::string>& args);
+RankLaunch launch_ranks(int ranks, const std::vector<std::string>& args, const std::atomic<bool>* stop = nullptr);
 
 } // namespace reprun

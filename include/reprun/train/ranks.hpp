@@ -3,7 +3,7 @@
 // slice (forward, backward deltas, dropout, sample losses), then every weight-gradient element's
 // one fused multiply-add chain in sample order is passed along the ranks: rank 0 runs it over its
 // samples and sends the accumulators to rank 1, which continues it over its own, and so on, block
-// by block (pipelined); the last rank broadcasts the finished gradients and loss sum.
+// by block (pipelined); the last rank sends the finished gradients and loss sum to every rank.
 #pragma once
 
 #include "reprun/train/model.hpp"
@@ -34,16 +34,26 @@ public:
 
   // One step's gradients (in the model's gw and gb) and loss sum, on every rank, bit for bit those
   // of one process. xb, yb: the step's whole batch (bsz rows of `features`); ctx as for
-  // micro_batch. Calls the runner's begin_step.
-  double step(const StepContext& ctx, const float* xb, const int32_t* yb, long bsz, long features);
+  // micro_batch. Calls the runner's begin_step. `stop`: rank 0's request to stop after this step
+  // (the other ranks' is ignored); it travels with the loss sum, and stop_after() is then rank
+  // 0's answer on every rank, so that all stop after the same step without a message of its own.
+  double step(const StepContext& ctx, const float* xb, const int32_t* yb, long bsz, long features,
+              bool stop = false);
+  bool stop_after() const { return m_tail.stop != 0.0; }
 
   // The messages of one step without its arithmetic, in the same order (make bench: the exchange's
   // own cost). Every rank calls it together.
   void exchange_only();
 
 private:
+  // What follows the gradient blocks along the chain and back: the loss sum (a float64 chain
+  // like the gradients') and rank 0's stop request.
+  struct Tail {
+    double loss = 0.0;
+    double stop = 0.0;
+  };
   void post_receives();
-  double pass(const float* x, long m, bool compute); // the chains, then the broadcast
+  double pass(const float* x, long m, bool compute, bool stop); // the chains and the return
   struct Block {
     size_t layer;
     long i0, i1; // weight rows [i0, i1); i0 == i1 == -1: the bias
@@ -60,8 +70,9 @@ private:
   std::vector<Block> m_blocks;
   std::vector<int> m_recv_ids; // per block, then the loss: the posted receives of this step
   std::vector<int> m_send_ids; // per block: its posted send to the next rank (-1: none)
-  double m_loss_in = 0.0;      // the loss sum received from the previous rank
-  double m_loss = 0.0;         // this rank's continuation of it (sent on, then broadcast into)
+  Tail m_tail_in; // received from the previous rank
+  Tail m_out;     // this rank's continuation of it, sent to the next rank (the last: to all)
+  Tail m_tail;    // the finished one: the last rank's m_out
 };
 
 } // namespace reprun

@@ -66,6 +66,7 @@ struct TrainResult {
   double steps_per_second = 0.0;
   bool already_complete = false; // --resume of a complete run: nothing trained, metrics from its summary
   bool launched = false;         // --ranks: the ranks under mpirun trained and printed; metrics from the summary
+  bool other_rank = false;       // a rank other than 0 of a run over several: rank 0 reports, this one keeps quiet
 };
 
 // A run, top to bottom: prepare (config, data, model), resume-or-start (run directory, state),
