@@ -6,7 +6,8 @@ GFLOP/s on the layer shapes against OpenBLAS; accuracy parity (same data as PyTo
 scikit-learn's digits); trace overhead; the cost of `reprun exec`'s automatic step log in the
 PyTorch mnist-mlp script; `reprun hash` against openssl, b3sum and sha256sum; `reprun diff` on two
 1,000,000-step logs; MPI ranks (the exchange against MPI_Allreduce, the epoch at 1 and 2 ranks);
-start-up. Timings are medians of several runs with the peers interleaved with
+on a machine with an NVIDIA GPU, the CUDA backend (the epoch against PyTorch eager on the same GPU,
+bitwise against the CPU, the wide MLP, the ordered GEMM against cuBLAS); start-up. Timings are medians of several runs with the peers interleaved with
 reprun. Writes bench/results/latest.json and the table in docs/performance.md. Python standard
 library only (the peers bring numpy and torch).
 
@@ -29,6 +30,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPRUN = os.path.join(ROOT, os.environ.get("BUILD", "build"), "reprun")
 GEMM = os.path.join(ROOT, os.environ.get("BUILD", "build"), "reprun_gemm_bench")
 MPI_BENCH = os.path.join(ROOT, os.environ.get("BUILD", "build"), "reprun_mpi_bench")
+# The ordered CUDA GEMM against cuBLAS FP32: prints one JSON line {"m": .., "ordered_tflops": ..,
+# "cublas_tflops": .., "identical_to_cpu": ..} (built with CUDA only).
+GEMM_CUDA = os.path.join(ROOT, os.environ.get("BUILD", "build"), "reprun_gemm_cuda_bench")
 PY = "/usr/bin/python3"
 REPS = int(os.environ.get("BENCH_REPS", "3"))
 # The capture overhead is a ratio of two noisy timings of the same script: more pairs than REPS.
@@ -88,8 +92,8 @@ def bench_data(work):
     return data
 
 
-def bench_trainer(work, results):
-    data = bench_data(work)
+def mnist_config(work):
+    """The mnist-mlp workload on make_data.py's IDX files: the config reprun trains, as torch_mlp.py does."""
     cfg = os.path.join(work, "mnist-idx.json")
     with open(cfg, "w") as f:
         json.dump({"seed": 1, "data": {"kind": "idx", "images": "data/images.idx", "labels": "data/labels.idx",
@@ -98,6 +102,17 @@ def bench_trainer(work, results):
                    "optimizer": {"name": "sgd", "lr": 0.05, "momentum": 0.9},
                    "training": {"batch_size": 128, "epochs": 1, "checkpoint_every": 469, "eval_every": 469},
                    "determinism": {"trace": "weights"}}, f)
+    return cfg
+
+
+def epoch_seconds(run_dir):
+    s = json.load(open(os.path.join(run_dir, "summary.json")))
+    return s["steps"] / s["steps_per_second"]
+
+
+def bench_trainer(work, results):
+    data = bench_data(work)
+    cfg = mnist_config(work)
     out = {}
     steps_files = {}
     for threads in (1, 2):
@@ -366,6 +381,66 @@ def bench_mpi(work, results):
     results["mpi"] = {"exchange": ex, "epoch_seconds": epoch, "bitwise_identical_1_vs_2_ranks": identical}
 
 
+def gpu_python():
+    """A Python whose torch sees a GPU (a CUDA PyTorch first on PATH; Debian's has none), or None."""
+    for py in dict.fromkeys(p for p in (shutil.which("python3"), PY) if p):
+        probe = "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"
+        if run([py, "-c", probe], check=False).returncode == 0:
+            return py
+    return None
+
+
+def bench_gpu(work, results):
+    """The CUDA backend (docs/determinism.md): the mnist-mlp epoch with --device cuda against PyTorch
+    eager on the same GPU, and its steps.jsonl against the CPU's; the wide MLP (examples/mlp-wide.json)
+    where the GPU is not latency-bound; the ordered GEMM at 4096^3 against cuBLAS FP32 (GEMM_CUDA).
+    Skipped, with a line saying why, on a machine without an NVIDIA GPU or a build without CUDA."""
+    if not shutil.which("nvidia-smi") or run(["nvidia-smi", "-L"], check=False).returncode != 0:
+        print("bench: gpu skipped (no NVIDIA GPU here)", file=sys.stderr)
+        return
+    data = bench_data(work)
+    cfg = mnist_config(work)
+    probe = run([REPRUN, "train", cfg, "-o", os.path.join(work, "gpu-probe"), "--device", "cuda", "-q",
+                 "--set", "training.steps=1", "--set", "training.epochs=null"], check=False)
+    if probe.returncode != 0:
+        print(f"bench: gpu skipped (reprun train --device cuda: {probe.stderr.strip()[-300:]})", file=sys.stderr)
+        return
+    py = gpu_python()
+    out = {"gpu": run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"]).stdout.strip()}
+    rep, peer, torch_version = [], [], None
+    for i in range(REPS):
+        d = os.path.join(work, f"gpu-mnist-{i}")
+        run([REPRUN, "train", cfg, "-o", d, "--device", "cuda", "-q"])
+        rep.append(epoch_seconds(d))
+        if py:
+            t = json.loads(run([py, os.path.join(ROOT, "bench", "torch_mlp.py"), data, "1", "best", "cuda"],
+                               env=PEER_ENV).stdout)
+            peer.append(t["seconds"])
+            torch_version = t["torch"]
+    cpu_dir = os.path.join(work, "gpu-mnist-cpu")
+    run([REPRUN, "train", cfg, "-o", cpu_dir, "-q"])
+    out["mnist_epoch_s"] = median(rep)
+    out["cpu_epoch_s"] = epoch_seconds(cpu_dir)
+    out["torch_cuda_epoch_s"] = median(peer) if peer else None
+    out["torch"] = torch_version
+    out["bitwise_identical_gpu_vs_cpu"] = (open(os.path.join(cpu_dir, "steps.jsonl"), "rb").read()
+                                           == open(os.path.join(work, "gpu-mnist-0", "steps.jsonl"), "rb").read())
+    wide = os.path.join(ROOT, "examples", "mlp-wide.json")
+    c = json.load(open(wide))
+    d = os.path.join(work, "gpu-wide")
+    run([REPRUN, "train", wide, "-o", d, "--device", "cuda", "-q"])
+    sizes = [c["data"]["features"], *c["model"]["hidden"], c["data"]["classes"]]
+    weights = sum(a * b for a, b in zip(sizes, sizes[1:]))
+    # Per sample: the forward product (2 flops a weight), the weight gradient (2) and the input
+    # gradient of every layer but the first (2).
+    flops = 2 * (3 * weights - sizes[0] * sizes[1]) * c["data"]["samples"] * c["training"]["epochs"]
+    out["wide_epochs_s"] = epoch_seconds(d)
+    out["wide_tflops"] = flops / out["wide_epochs_s"] / 1e12
+    if os.path.exists(GEMM_CUDA):
+        out["gemm"] = json.loads(run([GEMM_CUDA, "4096"]).stdout.strip().splitlines()[-1])
+    results["gpu"] = out
+
+
 def bench_startup(results):
     out = {}
     for name, cmd in (("version", [REPRUN, "--version"]), ("env", [REPRUN, "env"])):
@@ -430,6 +505,24 @@ def table(results):
         lines.append(f"| mnist-mlp epoch, 2 ranks x 1 thread | {t[2]:.3f} s | 1 rank {t[1]:.3f} s | "
                      f"{t[1] / t[2]:.2f}x | > 1x |")
         lines.append(f"| bitwise identical, 1 vs 2 ranks | {'yes' if m['bitwise_identical_1_vs_2_ranks'] else 'NO'} | | | yes |")
+    if results.get("gpu"):
+        g = results["gpu"]
+        peer = (f"PyTorch {g['torch']} eager on the GPU {g['torch_cuda_epoch_s']:.3f} s" if g["torch_cuda_epoch_s"]
+                else "no CUDA PyTorch here")
+        ratio = f"{g['torch_cuda_epoch_s'] / g['mnist_epoch_s']:.2f}x" if g["torch_cuda_epoch_s"] else ""
+        lines.append(f"| mnist-mlp epoch on the GPU ({g['gpu']}) | {g['mnist_epoch_s']:.3f} s | {peer} | {ratio} | "
+                     f"<= 0.15 s, >= 3.5x |")
+        lines.append(f"| mnist-mlp epoch, GPU vs our CPU | {g['mnist_epoch_s']:.3f} s | CPU {g['cpu_epoch_s']:.3f} s | "
+                     f"{g['cpu_epoch_s'] / g['mnist_epoch_s']:.1f}x | >= 7x |")
+        lines.append(f"| bitwise identical, GPU vs CPU steps.jsonl | {'yes' if g['bitwise_identical_gpu_vs_cpu'] else 'NO'} "
+                     f"| | | yes |")
+        lines.append(f"| mlp-wide (1024-4096-4096-10), 3 epochs on the GPU | {g['wide_epochs_s']:.2f} s, "
+                     f"{g['wide_tflops']:.1f} TFLOP/s | | | |")
+        if g.get("gemm"):
+            m = g["gemm"]
+            lines.append(f"| ordered GEMM {m['m']}^3 on the GPU | {m['ordered_tflops']:.1f} TFLOP/s | cuBLAS FP32 "
+                         f"{m['cublas_tflops']:.1f} TFLOP/s | {m['ordered_tflops'] / m['cublas_tflops']:.2f} of cuBLAS | "
+                         f">= 0.60 |")
     if "startup_seconds" in results:
         s = results["startup_seconds"]
         lines.append(f"| start-up: reprun --version | {s['version'] * 1000:.1f} ms | | | <= 10 ms |")
@@ -444,7 +537,8 @@ def main():
                 ("digits", lambda: bench_digits(work, results)), ("search", lambda: bench_search(work, results)),
                 ("capture", lambda: bench_capture(work, results)),
                 ("hash", lambda: bench_hash(work, results)), ("diff", lambda: bench_diff(work, results)),
-                ("mpi", lambda: bench_mpi(work, results)), ("startup", lambda: bench_startup(results)))
+                ("mpi", lambda: bench_mpi(work, results)), ("gpu", lambda: bench_gpu(work, results)),
+                ("startup", lambda: bench_startup(results)))
     only = [n for n in os.environ.get("BENCH_ONLY", "").split(",") if n]
     unknown = [n for n in only if n not in dict(sections)]
     if unknown:

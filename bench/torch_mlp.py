@@ -3,13 +3,14 @@
 cross-entropy, SGD lr 0.05 momentum 0.9, batch 128, one epoch) on the IDX files of make_data.py,
 standardized per feature with training-set statistics, as reprun does.
 
-    torch_mlp.py DATA_DIR THREADS best|default
+    torch_mlp.py DATA_DIR THREADS best|default [cpu|cuda]
 
 best: torch.set_num_threads(THREADS), BLAS threads limited with threadpoolctl, OMP_WAIT_POLICY
 (set by the caller) PASSIVE. default: PyTorch as it comes. Prints one JSON line: epoch seconds
 (the training loop only, like reprun's steps_per_second), the loop's CPU time (the process's, all
 threads; on a busy machine steadier than the epoch time, which also counts the waits for a core), the
-mean loss of the last 50 steps.
+mean loss of the last 50 steps. cuda: the model and the data on the first GPU (PyTorch eager, its
+default cuBLAS and TF32 settings), the loop timed after a synchronize (the CPU time is the host's).
 """
 import json
 import sys
@@ -35,6 +36,9 @@ def load(data_dir):
 
 def main():
     data_dir, threads, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    device = sys.argv[4] if len(sys.argv) > 4 else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        sys.exit("torch_mlp.py: cuda asked for, but torch.cuda.is_available() is False")
     limiter = None
     if mode == "best":
         torch.set_num_threads(threads)
@@ -48,9 +52,15 @@ def main():
     x, y = load(data_dir)
     model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
                                 torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    if device == "cuda":
+        x, y, model = x.cuda(), y.cuda(), model.cuda()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
-    order = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(1))
+    order = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(1)).to(x.device)
+    if device == "cuda":  # warm-up outside the timed loop: CUDA context, cuBLAS handles, kernels
+        model(x[order[:128]]).sum().backward()
+        model.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
     losses = []
     t0, cpu0 = time.perf_counter(), time.process_time()
     for start in range(0, x.shape[0], 128):
@@ -60,10 +70,13 @@ def main():
         loss.backward()
         opt.step()
         losses.append(loss.item())
+    if device == "cuda":
+        torch.cuda.synchronize()
     seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - cpu0
     print(json.dumps({"seconds": seconds, "cpu_seconds": cpu_seconds, "steps": len(losses),
                       "final_loss": float(np.mean(losses[-50:])),
-                      "threads": torch.get_num_threads(), "mode": mode}))
+                      "threads": torch.get_num_threads(), "mode": mode, "device": device,
+                      "torch": torch.__version__}))
     del limiter
 
 
