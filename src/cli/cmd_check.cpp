@@ -1,4 +1,4 @@
-// `reprun check CONFIG.json [-o WORK_DIR] [--keep] [--runs N] [--vary DIM=V1,V2,...]... [--set KEY=VALUE]...
+// `reprun check CONFIG.json [-o WORK_DIR] [--keep] [--runs N] [--vary DIM=V1,V2,...]... [--set KEY=VALUE]... [--device D]
 //  [--format F] [--junit FILE] [--markdown FILE] [--html FILE] [--quiet]`
 #include "cli/cli.hpp"
 
@@ -18,6 +18,7 @@ struct CheckFlags {
   int runs = 0;
   std::vector<std::string> vary;
   std::vector<std::string> sets;
+  std::string device;
   std::string format = "text";
   ReportFiles files;
   bool quiet = false;
@@ -30,6 +31,9 @@ int run(const CheckFlags& f) {
   opt.runs = f.runs;
   opt.vary = f.vary;
   opt.sets = f.sets;
+  if (!f.device.empty()) {
+    opt.sets.push_back("determinism.device=" + f.device); // every run, its replays and resumes included
+  }
   WorkDir work(f.work, "reprun-check", f.keep);
   opt.work_dir = work.path;
   if (!f.quiet) {
@@ -52,8 +56,10 @@ Action add_check(CLI::App& sub) {
   add_work_options(sub, f->work, f->keep);
   sub.add_option("--runs", f->runs, "Number of runs (default 2, or as many as --vary needs)")->check(CLI::Range(2, 64));
   sub.add_option("--vary", f->vary,
-                 "Vary a dimension across runs: threads=1,2,4 | accumulation=1,2,4 | eval_batch_size=1,7,256 | "
-                 "resume=STEP (run i uses value i)");
+                 "Vary a dimension across runs: threads=1,2,4 | device=cpu,cuda | accumulation=1,2,4 | "
+                 "eval_batch_size=1,7,256 | resume=STEP (run i uses value i)");
+  sub.add_option("--device", f->device, "Train every run on this device: cpu or cuda (sets determinism.device)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   sub.add_option("--set", f->sets, "Override a config key in every run: KEY=VALUE");
   add_report_options(sub, f->format, f->files);
   sub.add_flag("-q,--quiet", f->quiet, "No progress notes on stderr");

@@ -1,4 +1,4 @@
-// `reprun train CONFIG.json [-o RUN_DIR] [--threads N] [--set KEY=VALUE]... [--resume RUN_DIR [-o NEW_RUN_DIR --from-step S]] [--quiet]`
+// `reprun train CONFIG.json [-o RUN_DIR] [--threads N] [--device D] [--set KEY=VALUE]... [--resume RUN_DIR [-o NEW_RUN_DIR --from-step S]] [--quiet]`
 #include "cli/cli.hpp"
 
 #include "reprun/train/trainer.hpp"
@@ -22,6 +22,7 @@ struct TrainFlags {
   long from_step = -1;
   int threads = 0;
   int ranks = 0;
+  std::string device;
   int kill_rank = -1;
   std::vector<std::string> sets;
   bool quiet = false;
@@ -45,6 +46,7 @@ int run(const TrainFlags& f) {
   opt.from_step = f.from_step;
   opt.threads = f.threads;
   opt.ranks = f.ranks;
+  opt.device = f.device;
   opt.kill_rank = f.kill_rank;
   opt.command_line = command_line();
   opt.kill_after_step = f.kill_after;
@@ -118,6 +120,9 @@ Action add_train(CLI::App& sub) {
                  "Train data-parallel on this many MPI ranks on this machine (runs mpirun; overrides "
                  "determinism.ranks); the bits are those of one process")
       ->check(CLI::Range(1, 4096));
+  sub.add_option("--device", f->device,
+                 "Compute on cpu or cuda (overrides determinism.device); the bits are the same on both")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   sub.add_option("--set", f->sets, "Override a config key: KEY=VALUE (value parsed as JSON, else a string)");
   sub.add_option("--resume", f->resume,
                  "Continue a stopped run from its latest valid checkpoint; with -o, fork it into a new run "

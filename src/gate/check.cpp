@@ -10,6 +10,7 @@
 #include "reprun/core/process.hpp"
 #include "reprun/record/run_dir.hpp"
 #include "reprun/record/search_dir.hpp"
+#include "reprun/train/backend.hpp"
 #include "reprun/train/search_space.hpp"
 
 #include <algorithm>
@@ -33,6 +34,7 @@ constexpr long k_max_ranks = 4096;   // as determinism.ranks and --ranks
 struct Dim {
   std::string name;
   std::vector<long> values;
+  std::vector<std::string> words; // device: the values as given ("cpu", "cuda")
 };
 
 std::vector<Dim> parse_vary(const std::vector<std::string>& vary) {
@@ -42,20 +44,33 @@ std::vector<Dim> parse_vary(const std::vector<std::string>& vary) {
     std::string name = v.substr(0, eq);
     if (eq == std::string::npos || eq + 1 >= v.size()) {
       throw Error("--vary " + v,
-                  "expected DIM=V1,V2,... (threads, ranks, accumulation, eval_batch_size, resume or jobs)");
+                  "expected DIM=V1,V2,... (threads, ranks, device, accumulation, eval_batch_size, resume or jobs)");
     }
-    if (name != "threads" && name != "ranks" && name != "accumulation" && name != "eval_batch_size" &&
-        name != "resume" && name != "jobs") {
-      throw Error("--vary " + v,
-                  "unknown dimension '" + name +
-                      "'; expected threads, ranks, accumulation, eval_batch_size, resume or jobs" +
-                      did_you_mean(name, {"threads", "ranks", "accumulation", "eval_batch_size", "resume", "jobs"}));
+    if (name != "threads" && name != "ranks" && name != "device" && name != "accumulation" &&
+        name != "eval_batch_size" && name != "resume" && name != "jobs") {
+      throw Error("--vary " + v, "unknown dimension '" + name +
+                                     "'; expected threads, ranks, device, accumulation, eval_batch_size, resume or jobs" +
+                                     did_you_mean(name, {"threads", "ranks", "device", "accumulation",
+                                                         "eval_batch_size", "resume", "jobs"}));
     }
-    Dim d{name, {}};
+    Dim d{name, {}, {}};
     size_t start = eq + 1;
     while (start <= v.size()) {
       size_t comma = v.find(',', start);
       std::string tok = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (name == "device") {
+        if (tok != "cpu" && tok != "cuda") {
+          throw Error("--vary " + v, "'" + tok + "' is not a device; expected cpu or cuda (determinism.device)" +
+                                         did_you_mean(tok, {"cpu", "cuda"}));
+        }
+        d.words.push_back(tok);
+        d.values.push_back(static_cast<long>(d.words.size())); // counts the values; the words say them
+        if (comma == std::string::npos) {
+          break;
+        }
+        start = comma + 1;
+        continue;
+      }
       char* end = nullptr;
       errno = 0;
       long x = std::strtol(tok.c_str(), &end, 10);
@@ -111,6 +126,8 @@ long value_for(const Dim* d, int run) {
   return d->values[static_cast<size_t>(run - 1) % d->values.size()];
 }
 
+std::string word_for(const Dim& d, int run) { return d.words[static_cast<size_t>(run - 1) % d.words.size()]; }
+
 // Steps of the checkpoints a run directory holds.
 std::vector<long> checkpoint_steps(const std::string& dir) {
   std::vector<long> steps;
@@ -139,6 +156,7 @@ struct CheckPlan {
   std::string config;
   const Dim* threads = nullptr;
   const Dim* ranks = nullptr; // MPI ranks (train --ranks), each run under mpirun
+  const Dim* device = nullptr; // cpu or cuda (train --device); a replay keeps its run's (the manifest's)
   const Dim* accumulation = nullptr;
   const Dim* eval_batch_size = nullptr;
   const Dim* resume = nullptr;
@@ -183,6 +201,11 @@ CheckRun train_run(const CheckPlan& plan, int i, const std::string& dir,
   args.insert(args.end(), rargs_ranks.begin(), rargs_ranks.end());
   if (plan.ranks) {
     parts.push_back(fmt::format("ranks={}", value_for(plan.ranks, i)));
+  }
+  if (plan.device) {
+    args.push_back("--device");
+    args.push_back(word_for(*plan.device, i));
+    parts.push_back("device=" + word_for(*plan.device, i));
   }
   if (plan.accumulation) {
     args.push_back("--set");
@@ -392,6 +415,7 @@ CheckResult run_check(const CheckOptions& opt) {
   for (const auto& d : dims) {
     (d.name == "threads"           ? plan.threads
      : d.name == "ranks"           ? plan.ranks
+     : d.name == "device"          ? plan.device
      : d.name == "accumulation"    ? plan.accumulation
      : d.name == "eval_batch_size" ? plan.eval_batch_size
                                    : plan.resume) = &d;
@@ -401,6 +425,11 @@ CheckResult run_check(const CheckOptions& opt) {
   std::error_code ec;
   if (!fs::exists(opt.config, ec)) {
     throw Error(opt.config, "no such file");
+  }
+  if (plan.device && std::find(plan.device->words.begin(), plan.device->words.end(), "cuda") != plan.device->words.end()) {
+    if (const std::string why = cuda_unavailable(); !why.empty()) {
+      throw Error("--vary device", why + "; no run can train on cuda here"); // before run 1 trains in vain
+    }
   }
   plan.exe = opt.self_exe.empty() ? fs::read_symlink("/proc/self/exe").string() : opt.self_exe;
   plan.config = fs::absolute(opt.config).string();

@@ -36,7 +36,8 @@ const std::vector<std::string>& all_keys() {
       "optimizer.momentum", "optimizer.beta1", "optimizer.beta2", "optimizer.eps", "optimizer.weight_decay",
       "training.batch_size", "training.epochs", "training.steps", "training.accumulation",
       "training.checkpoint_every", "training.checkpoint_keep", "training.eval_every", "training.eval_batch_size",
-      "training.shuffle", "determinism.threads", "determinism.ranks", "determinism.reduction", "determinism.trace"};
+      "training.shuffle", "determinism.threads", "determinism.ranks", "determinism.reduction", "determinism.trace",
+      "determinism.device"};
   return k_keys;
 }
 
@@ -389,6 +390,7 @@ void parse_determinism(const ojson& o, const std::string& src, DeterminismConfig
   d.ranks = static_cast<int>(s.integer("ranks", 1, 1, k_max_ranks));
   d.reduction = s.choice("reduction", d.reduction, {"ordered", "atomic"});
   d.trace = s.choice("trace", d.trace, {"loss", "weights", "full"});
+  d.device = s.choice("device", d.device, {"cpu", "cuda"});
   s.finish();
 }
 
@@ -572,6 +574,9 @@ ojson config_to_json(const Config& c) {
                       {"ranks", c.determinism.ranks},
                       {"reduction", c.determinism.reduction},
                       {"trace", c.determinism.trace}};
+  if (!c.determinism.device.empty()) {
+    j["determinism"]["device"] = c.determinism.device; // absent: cpu (configs without it resolve as before)
+  }
   return j;
 }
 

@@ -22,6 +22,9 @@ const std::vector<ExecutionSetting>& execution_settings() {
       {"determinism.ranks",
        "MPI ranks continue each gradient element's one chain in sample order; they move bytes, never add floats"},
       {"determinism.trace", "the trace level changes what is logged, not what is computed"},
+      {"determinism.device",
+       "the CUDA kernels compute every element as the CPU does: the same fused multiply-add chains in the same "
+       "order, the same float64 loss, exp, log and tanh from one source"},
   };
   return k_list;
 }

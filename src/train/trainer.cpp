@@ -199,6 +199,9 @@ void resolve_config(Session& s) {
   if (opt.threads > 0) {
     s.cfg.determinism.threads = opt.threads;
   }
+  if (!opt.device.empty()) {
+    s.cfg.determinism.device = opt.device;
+  }
   if (launched_rank() >= 0) {
     s.cfg.determinism.ranks = std::max(1, launched_size()); // mpirun -np, srun -n: the launch decides
   } else if (opt.ranks > 0) {
@@ -230,11 +233,28 @@ void check_ranks(const Config& cfg, const Plan& plan) {
   }
 }
 
+// The backend of determinism.device. CUDA is refused in one line, before anything is written, where
+// it cannot run: a build without it, no usable GPU, several ranks (one process drives one GPU).
+std::unique_ptr<Backend> make_cpu_or_cuda(const TrainOptions& opt, const Config& cfg, ThreadPool* pool) {
+  if (device_of(cfg.determinism) == "cpu") {
+    return make_cpu_backend(pool);
+  }
+  const std::string where = opt.device.empty() ? cfg.source + ": determinism.device" : "--device cuda";
+  if (const std::string why = cuda_unavailable(); !why.empty()) {
+    throw Error(where, why + "; train on the CPU (the bits are the same)");
+  }
+  if (cfg.determinism.ranks > 1) {
+    throw Error(where, fmt::format("{} ranks: the CUDA backend runs in one process; use ranks 1 or device \"cpu\"",
+                                   cfg.determinism.ranks));
+  }
+  return make_cuda_backend();
+}
+
 // Phase 1b: data, split, plan, model. Every input is checked here, before any file is written.
 void prepare(Session& s) {
   Config& cfg = s.cfg;
   s.pool = std::make_unique<ThreadPool>(cfg.determinism.threads);
-  s.backend = make_cpu_backend(s.pool.get());
+  s.backend = make_cpu_or_cuda(s.opt, cfg, s.pool.get());
   if (!s.data_loaded) {
     s.data = load_dataset(cfg, s.pool.get());
   }
@@ -371,6 +391,9 @@ RunLock resume_or_start(Session& s) {
                                    {"threads", s.cfg.determinism.threads},
                                    {"ranks", s.cfg.determinism.ranks},
                                    {"command_line", opt.command_line}});
+  if (!s.cfg.determinism.device.empty()) {
+    s.manifest["resumes"].back()["device"] = s.cfg.determinism.device; // a run may resume on the other device
+  }
   open_logs_then_manifest(s);
   s.note(fmt::format("{} {} from step {}", s.forking ? "forked" : "resuming",
                      s.forking ? s.source->path() + " into " + s.run->path() : s.run->path(), s.start_step));

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace reprun {
@@ -105,6 +106,14 @@ public:
 // The CPU backend: the best GEMM kernel this CPU has (or REPRUN_GEMM_KERNEL's), work split over
 // `pool` (nullptr: this thread only).
 std::unique_ptr<Backend> make_cpu_backend(ThreadPool* pool);
+
+// The CUDA backend (backend_cuda.cu): every element computed as the CPU backend computes it, on the
+// first GPU. Call only when cuda_unavailable() is empty.
+std::unique_ptr<Backend> make_cuda_backend();
+
+// Why the CUDA backend cannot run here, in words ("" when it can): a build without CUDA, no
+// driver, no GPU.
+std::string cuda_unavailable();
 
 // The kernels a run on this machine uses, for the manifest and `reprun env` ({"gemm": "avx512"}).
 nlohmann::ordered_json kernel_facts();

@@ -74,7 +74,15 @@ struct DeterminismConfig {
                                    // under mpirun records its world size here
   std::string reduction = "ordered"; // ordered | atomic
   std::string trace = "weights";     // loss | weights | full
+  std::string device;                // cpu | cuda; "" when not given (cpu, and absent from the
+                                     // resolved config, so configs without it resolve as before)
 };
+
+// The device a run computes on: "cpu" or "cuda".
+inline const std::string& device_of(const DeterminismConfig& d) {
+  static const std::string k_cpu = "cpu";
+  return d.device.empty() ? k_cpu : d.device;
+}
 
 struct Config {
   uint64_t seed = 0;

@@ -17,7 +17,7 @@ struct ExecutionSetting {
   const char* why; // why it cannot change a result
 };
 
-// In config order. The CUDA issue adds device.
+// In config order.
 const std::vector<ExecutionSetting>& execution_settings();
 
 // True when `dotted_key` ("training.accumulation") is an execution setting, or lies inside one.

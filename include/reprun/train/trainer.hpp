@@ -36,6 +36,7 @@ struct TrainOptions {
   int threads = 0;                     // --threads; 0: keep the config's
   int ranks = 0;                       // --ranks: run under `mpirun -np` on this machine; 0: keep
                                        // the config's. Under an MPI launcher its world size counts
+  std::string device;                  // --device: cpu or cuda; "": keep the config's
   std::vector<std::string> command_line;
   long kill_after_step = 0;            // testing aid: SIGKILL ourselves after logging this step
   int kill_rank = -1;                  // testing aid: ... only on this MPI rank (-1: every rank)
