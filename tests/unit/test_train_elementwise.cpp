@@ -1,0 +1,222 @@
+// The per-element bodies the CUDA kernels run (elementwise.hpp), run here on the CPU over the
+// trainer's real shapes and compared bit for bit with the CPU backend: what a GPU run computes for
+// each element is, by construction, what these tests check (only the scheduling is the GPU's).
+#include "reprun/train/backend.hpp"
+#include "reprun/train/elementwise.hpp"
+#include "reprun/train/gemm.hpp"
+#include "reprun/core/threadpool.hpp"
+
+#include <cstring>
+#include <doctest/doctest.h>
+#include <vector>
+
+using namespace reprun;
+
+namespace {
+// Values in [-scale, scale), a few exact zeros and negative zeros among them (sign-of-zero rules
+// are where an innocent-looking rewrite of an expression changes a bit).
+std::vector<float> random_values(size_t n, uint32_t tag, float scale = 1.0f) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Philox4 r = draw(7, Stream::init, tag, static_cast<uint32_t>(i));
+    v[i] = (2.0f * to_unit_float(r[0]) - 1.0f) * scale;
+    if (r[1] % 97 == 0) {
+      v[i] = (r[1] & 0x100) ? -0.0f : 0.0f;
+    }
+  }
+  return v;
+}
+
+template <class T> bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+} // namespace
+
+TEST_CASE("gemm_chain per element equals the CPU backend's GEMM on the MLP's shapes, every kernel") {
+  ThreadPool pool(2);
+  // (M, N, K): mnist-mlp's first layer forward, its weight gradient (a transposed view), the
+  // backward data pass, quickstart's logits, and ragged edges.
+  struct Shape {
+    long M, N, K;
+    bool transposed;
+  };
+  for (const Shape s : {Shape{128, 256, 784, false}, Shape{784, 256, 128, true}, Shape{128, 256, 256, false},
+                        Shape{32, 3, 16, false}, Shape{7, 33, 1, false}, Shape{65, 129, 300, true}}) {
+    const auto A = random_values(static_cast<size_t>(s.M * s.K), 1);
+    const auto B = random_values(static_cast<size_t>(s.K * s.N), 2);
+    const auto C0 = random_values(static_cast<size_t>(s.M * s.N), 3);
+    // A (M x K) as stored, or stored as (K x M) and read transposed, as weight_grad reads a^T.
+    const MatView view = s.transposed ? MatView{A.data(), 1, s.M} : MatView{A.data(), s.K, 1};
+    std::vector<float> ref = C0;
+    for (long i = 0; i < s.M; ++i) {
+      for (long j = 0; j < s.N; ++j) {
+        float& c = ref[static_cast<size_t>(i * s.N + j)];
+        c = elem::gemm_chain(view.data, view.rs, view.cs, B.data(), s.N, i, j, s.K, c);
+      }
+    }
+    for (const char* kernel : {"portable", "avx2", "avx512"}) {
+      gemm_force_kernel(kernel); // capped at what this CPU has
+      auto be = make_cpu_backend(&pool);
+      std::vector<float> C = C0;
+      be->gemm_acc(s.M, s.N, s.K, view, B.data(), s.N, C.data(), s.N);
+      CHECK_MESSAGE(same_bits(C, ref), "shape ", s.M, "x", s.N, "x", s.K, " kernel ", kernel);
+    }
+    gemm_force_kernel("");
+  }
+}
+
+TEST_CASE("The ordered weight gradient per element equals the CPU backend's, continuing across micro-batches") {
+  const long m = 32, in = 784, out = 256;
+  auto be = make_cpu_backend(nullptr);
+  const auto a = random_values(static_cast<size_t>(2 * m * in), 4);
+  const auto g = random_values(static_cast<size_t>(2 * m * out), 5, 0.01f);
+  std::vector<float> gw(static_cast<size_t>(in * out), 0.0f), gb(static_cast<size_t>(out), 0.0f);
+  std::vector<float> rw = gw, rb = gb;
+  for (long mb = 0; mb < 2; ++mb) { // two micro-batches: the chains continue
+    const float* am = a.data() + mb * m * in;
+    const float* gm = g.data() + mb * m * out;
+    be->weight_grad(Reduction::ordered, am, gm, m, in, out, gw.data(), gb.data());
+    for (long i = 0; i < in; ++i) {
+      for (long o = 0; o < out; ++o) {
+        float& c = rw[static_cast<size_t>(i * out + o)];
+        c = elem::gemm_chain(am, 1, in, gm, out, i, o, m, c);
+      }
+    }
+    for (long o = 0; o < out; ++o) {
+      rb[static_cast<size_t>(o)] = elem::column_sum(gm, m, out, o, rb[static_cast<size_t>(o)]);
+    }
+  }
+  CHECK(same_bits(gw, rw));
+  CHECK(same_bits(gb, rb));
+}
+
+TEST_CASE("softmax_xent_row and softmax_eval_row equal the CPU backend's losses, gradients and hits") {
+  auto be = make_cpu_backend(nullptr);
+  for (long C : {10L, 3L, 1L}) {
+    const long m = 128;
+    auto logits = random_values(static_cast<size_t>(m * C), 6, 8.0f);
+    logits[5] = 80.0f; // a large logit, and rows with ties
+    for (long j = 0; j < C; ++j) {
+      logits[static_cast<size_t>(C + j)] = 0.25f;
+    }
+    std::vector<int32_t> y(static_cast<size_t>(m));
+    for (long r = 0; r < m; ++r) {
+      y[static_cast<size_t>(r)] = static_cast<int32_t>((r * 7) % C);
+    }
+    const double inv_batch = 1.0 / 256.0;
+    std::vector<float> g(static_cast<size_t>(m * C)), rg(g.size());
+    double loss = 0.25, rloss = 0.25; // a chain another micro-batch began
+    be->softmax_xent(logits.data(), y.data(), m, C, inv_batch, g.data(), loss);
+    for (long r = 0; r < m; ++r) {
+      rloss += elem::softmax_xent_row(logits.data() + r * C, y[static_cast<size_t>(r)], C, inv_batch,
+                                      rg.data() + r * C);
+    }
+    CHECK(same_bits(loss, rloss));
+    CHECK(same_bits(g, rg));
+    double eloss = 0.0, reloss = 0.0;
+    long correct = 0, rcorrect = 0;
+    be->softmax_eval(logits.data(), y.data(), m, C, eloss, correct);
+    for (long r = 0; r < m; ++r) {
+      int hit = 0;
+      reloss += elem::softmax_eval_row(logits.data() + r * C, y[static_cast<size_t>(r)], C, &hit);
+      rcorrect += hit;
+    }
+    CHECK(same_bits(eloss, reloss));
+    CHECK(correct == rcorrect);
+  }
+}
+
+TEST_CASE("Activations, their gradients, dropout and multiply per element equal the CPU backend's") {
+  auto be = make_cpu_backend(nullptr);
+  const long m = 32, n = 255; // n not a multiple of 4: the last Philox draw is partly used
+  const size_t count = static_cast<size_t>(m * n);
+  auto z = random_values(count, 8, 6.0f);
+  z[3] = 25.0f;
+  z[4] = -0.3f;
+  const auto dh = random_values(count, 9);
+  for (Activation f : {Activation::relu, Activation::tanh}) {
+    std::vector<float> act(count), gz(count), ract(count), rgz(count);
+    be->activation(f, z.data(), act.data(), count);
+    be->activation_grad(f, z.data(), dh.data(), gz.data(), count);
+    for (size_t i = 0; i < count; ++i) {
+      ract[i] = f == Activation::tanh ? mathfn::tanh(z[i]) : elem::relu(z[i]);
+      rgz[i] = f == Activation::tanh ? elem::tanh_grad(z[i], dh[i]) : elem::relu_grad(z[i], dh[i]);
+    }
+    CHECK(same_bits(act, ract));
+    CHECK(same_bits(gz, rgz));
+  }
+  const DropoutDraw d{12345, 17, 1, 64, 0.3};
+  std::vector<float> act = z, mask(count), ract = z, rmask(count);
+  be->dropout(d, act.data(), mask.data(), m, n);
+  const float keep_scale = static_cast<float>(1.0 / (1.0 - d.p));
+  for (long r = 0; r < m; ++r) {
+    for (long u = 0; u < n; u += 4) {
+      elem::dropout_quad(d.seed, d.step, d.layer, static_cast<uint32_t>(d.row0 + r), u, n, static_cast<float>(d.p),
+                         keep_scale, ract.data() + r * n, rmask.data() + r * n);
+    }
+  }
+  CHECK(same_bits(act, ract));
+  CHECK(same_bits(mask, rmask));
+  std::vector<float> x = dh, rx = dh;
+  be->multiply(x.data(), mask.data(), count);
+  for (size_t i = 0; i < count; ++i) {
+    rx[i] = rx[i] * mask[i];
+  }
+  CHECK(same_bits(x, rx));
+}
+
+TEST_CASE("SGD and Adam per element, and the 8-lane sum of squares, equal the CPU backend's update") {
+  ThreadPool pool(2);
+  auto be = make_cpu_backend(&pool);
+  const size_t n = 40000 + 5; // three tasks of one tensor, the last ragged
+  const auto w0 = random_values(n, 10), g = random_values(n, 11, 0.1f), m0 = random_values(n, 12, 0.01f);
+  auto v0 = random_values(n, 13, 0.001f);
+  for (float& x : v0) {
+    x = x * x; // a second moment is not negative
+  }
+  UpdateRule sgd;
+  sgd.kind = UpdateRule::Kind::sgd;
+  sgd.lr = 0.05f;
+  sgd.momentum = 0.9f;
+  UpdateRule adam;
+  adam.kind = UpdateRule::Kind::adam;
+  adam.lr = 1e-3f;
+  adam.beta1 = 0.9f;
+  adam.beta2 = 0.999f;
+  adam.eps = 1e-8f;
+  adam.bias_correction2_sqrt = 0.0447101778f;
+  adam.step_size = 0.0100000007f;
+  for (UpdateRule rule : {sgd, adam}) {
+    for (float wd : {0.0f, 1e-4f}) {
+      rule.weight_decay = wd;
+      std::vector<float> w = w0, m = m0, v = v0, rw = w0, rm = m0, rv = v0;
+      std::vector<UpdateTask> tasks;
+      for (size_t b = 0; b < n; b += 16384) {
+        tasks.push_back({w.data(), g.data(), m.data(), rule.kind == UpdateRule::Kind::adam ? v.data() : nullptr, b,
+                         std::min(n, b + 16384)});
+      }
+      std::vector<double> sq(tasks.size());
+      be->update(rule, tasks, sq.data());
+      for (size_t i = 0; i < n; ++i) {
+        if (rule.kind == UpdateRule::Kind::sgd) {
+          elem::sgd(rule.lr, rule.weight_decay, rule.momentum, rw.data(), g.data(), rm.data(), i);
+        } else {
+          elem::adam(rule.weight_decay, rule.beta1, rule.beta2, rule.eps, rule.bias_correction2_sqrt, rule.step_size,
+                     rw.data(), g.data(), rm.data(), rv.data(), i);
+        }
+      }
+      CHECK(same_bits(w, rw));
+      CHECK(same_bits(m, rm));
+      CHECK(same_bits(v, rv));
+      for (size_t t = 0; t < tasks.size(); ++t) {
+        double lanes[8];
+        for (int j = 0; j < 8; ++j) {
+          lanes[j] = elem::square_lane(rw.data() + tasks[t].begin, tasks[t].end - tasks[t].begin, j);
+        }
+        CHECK(same_bits(sq[t], elem::add_lanes(lanes)));
+      }
+    }
+  }
+}
