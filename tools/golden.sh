@@ -6,7 +6,8 @@
 # builds compare with a plain `diff`:
 #   tools/golden.sh build/reprun OUT_DIR > before.txt   ... change ...   tools/golden.sh ... > after.txt
 # With a third argument `train`, only the training digests (what tests/e2e/test_golden_bits.sh
-# pins against testdata/golden/train.sha256).
+# pins against testdata/golden/train.sha256). GOLDEN_TRAIN_ARGS adds flags to every training run
+# (tests/gpu/test_train_cuda_golden.sh: "--device cuda", which must give the same digests).
 set -euo pipefail
 usage="usage: tools/golden.sh REPRUN OUT_DIR [train]"
 reprun=$(realpath "${1:?$usage}")
@@ -19,7 +20,8 @@ mkdir -p "$out/train" "$out/diff"
 train() { # NAME CONFIG [--set KEY=VALUE]...
   local name=$1 config=$2
   shift 2
-  "$reprun" train "$config" -o "$out/train/$name" -q --threads 2 "$@"
+  # shellcheck disable=SC2086 # GOLDEN_TRAIN_ARGS is a list of flags
+  "$reprun" train "$config" -o "$out/train/$name" -q --threads 2 ${GOLDEN_TRAIN_ARGS:-} "$@"
 }
 train quickstart "$src/examples/quickstart.json"
 train quickstart-full-acc4 "$src/examples/quickstart.json" --set determinism.trace=full --set training.accumulation=4
