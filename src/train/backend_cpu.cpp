@@ -5,6 +5,7 @@
 #include "reprun/train/backend.hpp"
 
 #include "reprun/core/threadpool.hpp"
+#include "reprun/train/elementwise.hpp"
 #include "reprun/train/exchange.hpp"
 #include "reprun/train/gemm.hpp"
 #include "reprun/train/mathfn.hpp"
@@ -94,26 +95,20 @@ public:
       }
     } else {
       for (size_t i = 0; i < n; ++i) {
-        float t = mathfn::tanh(z[i]);
-        gz[i] = dh[i] * (1.0f - t * t);
+        gz[i] = elem::tanh_grad(z[i], dh[i]);
       }
     }
   }
 
   void dropout(const DropoutDraw& d, float* act, float* mask, long m, long n) override {
-    // The mask is a pure function of (seed, step, layer, sample, unit).
+    // The mask is a pure function of (seed, step, layer, sample, unit): one Philox draw per four
+    // units, by the function the CUDA kernel runs too.
     const float keep_scale = static_cast<float>(1.0 / (1.0 - d.p));
     const float p = static_cast<float>(d.p);
     for (long r = 0; r < m; ++r) {
-      const uint32_t row = static_cast<uint32_t>(d.row0 + r);
       for (long u = 0; u < n; u += 4) {
-        Philox4 rnd = draw(d.seed, Stream::dropout, static_cast<uint32_t>(d.step),
-                           (static_cast<uint32_t>(d.layer) << 24) | row, static_cast<uint32_t>(u / 4));
-        for (long k = 0; k < 4 && u + k < n; ++k) {
-          const size_t i = static_cast<size_t>(r * n + u + k);
-          mask[i] = to_unit_float(rnd[static_cast<size_t>(k)]) < p ? 0.0f : keep_scale;
-          act[i] = act[i] * mask[i];
-        }
+        elem::dropout_quad(d.seed, d.step, d.layer, static_cast<uint32_t>(d.row0 + r), u, n, p, keep_scale, act + r * n,
+                           mask + r * n);
       }
     }
   }
@@ -124,44 +119,20 @@ public:
     }
   }
 
+  // Softmax rows by the functions the CUDA kernels run (elementwise.hpp), each row's loss added
+  // to loss_sum in row order.
   void softmax_xent(const float* logits, const int32_t* y, long m, long C, double inv_batch, float* g,
                     double& loss_sum) override {
-    m_exp.resize(static_cast<size_t>(C));
     for (long r = 0; r < m; ++r) {
-      const float* z = logits + r * C;
-      float zmax = z[0];
-      for (long j = 1; j < C; ++j) {
-        zmax = std::max(zmax, z[j]);
-      }
-      double sum = 0.0;
-      for (long j = 0; j < C; ++j) {
-        m_exp[static_cast<size_t>(j)] = mathfn::exp(static_cast<double>(z[j]) - static_cast<double>(zmax));
-        sum += m_exp[static_cast<size_t>(j)];
-      }
-      loss_sum += mathfn::log(sum) - (static_cast<double>(z[y[r]]) - static_cast<double>(zmax));
-      for (long j = 0; j < C; ++j) {
-        const double p = m_exp[static_cast<size_t>(j)] / sum;
-        g[r * C + j] = static_cast<float>((p - (j == y[r] ? 1.0 : 0.0)) * inv_batch);
-      }
+      loss_sum += elem::softmax_xent_row(logits + r * C, y[r], C, inv_batch, g + r * C);
     }
   }
 
   void softmax_eval(const float* logits, const int32_t* y, long m, long C, double& loss_sum, long& correct) override {
     for (long r = 0; r < m; ++r) {
-      const float* z = logits + r * C;
-      long best = 0;
-      for (long j = 1; j < C; ++j) {
-        if (z[j] > z[best]) {
-          best = j;
-        }
-      }
-      const float zmax = z[best];
-      double sum = 0.0;
-      for (long j = 0; j < C; ++j) {
-        sum += mathfn::exp(static_cast<double>(z[j]) - static_cast<double>(zmax));
-      }
-      loss_sum += mathfn::log(sum) - (static_cast<double>(z[y[r]]) - static_cast<double>(zmax));
-      correct += best == y[r] ? 1 : 0;
+      int hit = 0;
+      loss_sum += elem::softmax_eval_row(logits + r * C, y[r], C, &hit);
+      correct += hit;
     }
   }
 
@@ -274,7 +245,6 @@ private:
 
   ThreadPool* m_pool;
   std::vector<std::vector<float>> m_partial; // per worker: atomic-mode partial gradient
-  std::vector<double> m_exp;                 // softmax exponentials of one row
 };
 
 } // namespace

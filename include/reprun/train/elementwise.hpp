@@ -1,6 +1,7 @@
 // The per-element arithmetic of the trainer's kernels, REPRUN_HD: the CUDA backend's kernels are
-// these functions called once per element (or row, or lane), and the unit tests run the same
-// functions on the CPU and compare them bit for bit with the CPU backend (test_train_elementwise).
+// these functions called once per element (or row, or lane); the CPU backend calls the softmax and
+// dropout ones too, and the unit tests run the rest on the CPU and compare them bit for bit with
+// the CPU backend's own loops (test_train_elementwise).
 // Each body is the CPU backend's expression, operation for operation: float where it uses float,
 // double where it uses double, fma only where it calls fma. Host code compiles with
 // -ffp-contract=off and device code with -fmad=false, so nothing else is ever fused.
@@ -56,7 +57,8 @@ REPRUN_HD inline void dropout_quad(uint64_t seed, long step, long layer, uint32_
 
 // Softmax cross-entropy of one row z (C logits, label y) in float64: returns the row's loss and
 // writes g (C) = (softmax - onehot(y)) * inv_batch. The exponentials are computed twice rather
-// than kept (the CPU keeps them): mathfn::exp is a pure function, so the values are the same.
+// than kept (a GPU thread has no row buffer): mathfn::exp is a pure function, so the values are
+// those a kept copy would hold.
 REPRUN_HD inline double softmax_xent_row(const float* z, int32_t y, long C, double inv_batch, float* g) {
   float zmax = z[0];
   for (long j = 1; j < C; ++j) {
