@@ -36,7 +36,7 @@ same_steps "$T/cpu" "$T/c2g" "killed on the CPU, resumed on the GPU"
 
 # A few hundred mnist-mlp steps with SGD, accumulation 1 and 4, checked by `reprun check`.
 cp "$EX/mnist-mlp.json" "$T/mnist.json"
-json_edit "$T/mnist.json" training.epochs:delete training.steps=300 training.checkpoint_every=100
+json_edit "$T/mnist.json" training.epochs:delete training.steps+=300 training.checkpoint_every=100
 expect_rc 0 "$REPRUN" check "$T/mnist.json" -o "$T/chk" -q --vary device=cpu,cuda,cuda --vary accumulation=1,1,4 \
   --format json
 python3 - "$T/out" <<'PY' || fail "check --vary device=cpu,cuda: $(head -c 2000 "$T/out")"
