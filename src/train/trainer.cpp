@@ -240,12 +240,12 @@ std::unique_ptr<Backend> make_cpu_or_cuda(const TrainOptions& opt, const Config&
     return make_cpu_backend(pool);
   }
   const std::string where = opt.device.empty() ? cfg.source + ": determinism.device" : "--device cuda";
-  if (const std::string why = cuda_unavailable(); !why.empty()) {
-    throw Error(where, why + "; train on the CPU (the bits are the same)");
-  }
   if (cfg.determinism.ranks > 1) {
     throw Error(where, fmt::format("{} ranks: the CUDA backend runs in one process; use ranks 1 or device \"cpu\"",
                                    cfg.determinism.ranks));
+  }
+  if (const std::string why = cuda_unavailable(); !why.empty()) {
+    throw Error(where, why + "; train on the CPU (the bits are the same)");
   }
   return make_cuda_backend();
 }

@@ -32,6 +32,10 @@ if [[ $RC == 2 ]]; then
 else
   [[ $RC == 0 ]] || fail "--device cuda: exit $RC: $(cat "$T/err")"
 fi
+# Several ranks on one GPU are refused whatever this machine has.
+expect_error '^reprun: error: --device cuda: 2 ranks: the CUDA backend runs in one process' "$REPRUN" train \
+  "$T/c.json" -o "$T/r2" -q --device cuda --ranks 2
+[[ -e $T/r2 ]] && fail "a refused --device cuda --ranks 2 created its run directory"
 expect_error "determinism\.device: expected one of \"cpu\", \"cuda\", got \"gpu\"" "$REPRUN" train "$T/c.json" -q \
   --set determinism.device=gpu
 expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/chk2" -q --vary device=cpu,cpu --format json
