@@ -1,7 +1,7 @@
 // The kernel backend of the trainer: every operation the model and the optimizer perform on
 // numbers, behind one interface. model.cpp and optimizer.cpp call only this; the CPU backend
 // (backend_cpu.cpp: the portable, AVX2 or AVX-512 GEMM chosen once, the thread pool) is the first
-// implementation, and a CUDA backend will be the second.
+// implementation; the CUDA backend (backend_cuda.cu, determinism.device "cuda") is the second.
 //
 // The contract every implementation keeps, which is what makes the bits independent of the
 // backend, the thread count and the micro-batch split (docs/determinism.md):
@@ -14,7 +14,8 @@
 // - dropout: the mask of (seed, step, layer, sample, unit) is one Philox draw, whatever the split;
 // - update: element-wise rules as written (no contraction), and each task's sum of squares of the
 //   updated weights in the fixed 8-lane order of weight_norm().
-// Pointers are to memory the backend computes on (host memory for the CPU backend).
+// Pointers are host pointers (or memory the GPU can address); the results are in place when a
+// call returns. The CUDA backend copies host memory in and out per call (docs/ARCHITECTURE.md).
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
