@@ -326,9 +326,15 @@ private:
 // Elements a strided view touches: (i, k) at i*rs + k*cs for i < M, k < K.
 size_t view_extent(long M, long K, long rs, long cs) { return static_cast<size_t>((M - 1) * rs + (K - 1) * cs + 1); }
 
+// REPRUN_CUDA_GEMM: "tiled" (the default) or "naive". Anything else is refused, so that a mistyped
+// value never silently means the default.
 bool naive_gemm_asked() {
   const char* env = std::getenv("REPRUN_CUDA_GEMM");
-  return env && std::string(env) == "naive";
+  const std::string v = env ? env : "";
+  if (!v.empty() && v != "tiled" && v != "naive") {
+    throw Error("REPRUN_CUDA_GEMM", "unknown GEMM '" + v + "'; expected tiled or naive, or unset it");
+  }
+  return v == "naive";
 }
 
 class CudaBackend final : public Backend {
