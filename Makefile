@@ -37,8 +37,9 @@ deps-bench:
 # Release build, then reprun and its peers side by side (not part of make test).
 bench: deps-bench build
 	@cmake --build $(BUILD) --target reprun_gemm_bench -j $(JOBS)
-	@if cmake --build $(BUILD) --target help | grep -q reprun_mpi_bench; then \
-	  cmake --build $(BUILD) --target reprun_mpi_bench -j $(JOBS); fi
+	@for t in reprun_mpi_bench reprun_gemm_cuda_bench; do \
+	  if cmake --build $(BUILD) --target help | grep -q "$$t"; then cmake --build $(BUILD) --target $$t -j $(JOBS); fi; \
+	done
 	@BUILD=$(BUILD) /usr/bin/python3 bench/run.py
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, and under ThreadSanitizer.
