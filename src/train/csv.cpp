@@ -1,5 +1,6 @@
 // CSV reader: numeric columns, one label column (a non-negative integer class). Strict: a ragged
-// row, an empty or non-numeric field, or a bad label is an error naming file:line:column.
+// row, an empty or non-numeric field, a number beyond float32, or a bad label is an error naming
+// file:line:column. A UTF-8 byte order mark (Excel's "CSV UTF-8") is skipped.
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/train/data.hpp"
 #include "reprun/core/error.hpp"
@@ -75,7 +76,8 @@ Dataset parse_csv(const std::vector<std::pair<std::string, std::string>>& texts,
   bool header_resolved = header != "auto";
   bool has_header = header == "true";
   for (const auto& [file, text] : texts) {
-    size_t pos = 0;
+    // A byte order mark is not data: left in, it makes a numeric first row look like a header.
+    size_t pos = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
     long lineno = 0;
     bool first = true;
     while (pos < text.size()) {
@@ -150,6 +152,12 @@ Dataset parse_csv(const std::vector<std::pair<std::string, std::string>>& texts,
           d.y.push_back(y);
           max_label = std::max(max_label, y);
         } else {
+          if (!std::isfinite(static_cast<float>(v))) { // 1e39 is a double, but no float32
+            throw Error(fmt::format("{}:{}:{}", file, lineno, col_offset + 1),
+                        fmt::format("column {}: {} is beyond the float32 range the trainer computes in "
+                                    "(about ±3.4e38)",
+                                    c + 1, std::string(f.substr(0, 40))));
+          }
           row.push_back(static_cast<float>(v));
         }
         col_offset += fields[static_cast<size_t>(c)].size() + 1;

@@ -43,6 +43,9 @@ printf 'a,b,label\n1,2,0\n3,4\n' >"$T/d/ragged.csv"
 bad 'ragged.csv:3: row has 2 columns, expected 3 \(ragged row\)' '{"data": {"kind": "csv", "path": "d/ragged.csv"}}'
 printf 'a,b,label\n1,x,0\n' >"$T/d/nonnum.csv"
 bad "nonnum.csv:2:3: column 2: not a finite number: 'x'" '{"data": {"kind": "csv", "path": "d/nonnum.csv"}}'
+# A double that no float32 holds would train as infinity (a non-finite loss, a run left behind).
+printf 'a,b,label\n1,2,0\n3,1e39,1\n1,3,0\n2,2,1\n' >"$T/d/huge.csv"
+bad "huge.csv:3:3: column 2: 1e39 is beyond the float32 range" '{"data": {"kind": "csv", "path": "d/huge.csv"}}'
 printf 'a,b,label\n1,2,0.5\n' >"$T/d/frac.csv"
 bad 'frac.csv:2:5: label \(column 3, data.label_column\) must be a non-negative integer' '{"data": {"kind": "csv", "path": "d/frac.csv"}}'
 printf 'a,b,label\n1,2,0\n1,2,7\n' >"$T/d/range.csv"

@@ -84,4 +84,15 @@ printf '{"data": {"kind": "csv", "path": "frac.csv", "header": true}}' >"$T/frac
 expect_error "frac.csv:2:5: label \(column 2, data.label_column\) must be a non-negative integer class, got '1.5'; is the label in another column\? data.label_column picks it" \
   "$REPRUN" train "$T/frac.json" -o "$T/bad"
 [[ ! -e "$T/bad" ]] || fail "a run directory was created for bad data"
+# A UTF-8 byte order mark (Excel's "CSV UTF-8") is not data: a numeric first row after it is a row,
+# not a header, and a header's first name does not start with it.
+printf '\xEF\xBB\xBF0.1,1.0,0\n0.2,1.1,1\n0.3,1.2,0\n0.4,1.3,1\n0.5,1.4,0\n0.6,1.5,1\n' >"$T/bom.csv"
+printf '{"seed": 1, "data": {"kind": "csv", "path": "bom.csv", "validation_fraction": 0}, "training": {"batch_size": 2, "epochs": 1}}' >"$T/bom.json"
+expect_rc 0 "$REPRUN" train "$T/bom.json" -o "$T/bom"
+[[ $(json_get "$T/bom/manifest.json" data.samples) == 6 ]] || fail "BOM: the first row was dropped as a header: $(head -1 "$T/err")"
+[[ $(json_get "$T/bom/manifest.json" config.data.header) == false ]] || fail "BOM: a numeric first row read as a header"
+printf '\xEF\xBB\xBFkind,x,y\n0,1.0,2.0\n1,1.1,2.1\n0,1.2,2.2\n1,1.3,2.3\n' >"$T/bomh.csv"
+printf '{"seed": 1, "data": {"kind": "csv", "path": "bomh.csv", "label_column": 0, "validation_fraction": 0}, "training": {"batch_size": 2, "epochs": 1}}' >"$T/bomh.json"
+expect_rc 0 "$REPRUN" train "$T/bomh.json" -o "$T/bomh"
+[[ $(json_get "$T/bomh/manifest.json" data.label_name) == kind ]] || fail "BOM: label name $(json_get "$T/bomh/manifest.json" data.label_name)"
 pass
