@@ -419,7 +419,7 @@ void apply_override(ojson& doc, const std::string& assignment) {
   ojson parsed;
   try {
     parsed = ojson::parse(value);
-  } catch (const ojson::parse_error&) {
+  } catch (const ojson::exception&) { // not JSON, or a number beyond a double (1e400): a string
     parsed = value;
   }
   ojson* node = &doc;
@@ -465,6 +465,17 @@ Config parse_config(const std::string& text, const std::string& source, const st
       detail = detail.substr(dash + 3);
     }
     throw Error(fmt::format("{}:{}:{}", source, line, col), "invalid JSON: " + detail);
+  } catch (const ojson::out_of_range& e) {
+    // A number beyond a double (1e400): nlohmann names the number ("number overflow parsing
+    // '1e400'") but not where it is; its first occurrence in the text gives the line.
+    std::string what = e.what();
+    auto q = what.find('\'');
+    auto q2 = q == std::string::npos ? q : what.find('\'', q + 1);
+    std::string number = q2 == std::string::npos ? "" : what.substr(q + 1, q2 - q - 1);
+    auto at = number.empty() ? std::string::npos : text.find(number);
+    auto [line, col] = line_col(text, at == std::string::npos ? 0 : at);
+    throw Error(at == std::string::npos ? source : fmt::format("{}:{}:{}", source, line, col),
+                fmt::format("invalid JSON: the number {} is beyond the range of a double (about ±1.8e308)", number));
   }
   if (!doc.is_object()) {
     throw Error(source, "expected a JSON object {...} at the top level");

@@ -522,7 +522,7 @@ bool config_has_search(const std::string& text) {
   try {
     ojson doc = ojson::parse(text);
     return doc.is_object() && doc.contains("search") && !doc["search"].is_null();
-  } catch (const ojson::parse_error&) {
+  } catch (const ojson::exception&) {
     return false;
   }
 }
@@ -532,7 +532,7 @@ SearchConfig parse_search_config(const std::string& text, const std::string& sou
   ojson doc;
   try {
     doc = ojson::parse(text);
-  } catch (const ojson::parse_error&) {
+  } catch (const ojson::exception&) {
     parse_config(text, source, base_dir, overrides); // the config parser's message, with line and column
     throw;
   }

@@ -167,4 +167,7 @@ expect_error 'search.space.training.batch_size: the value .* cannot be trained: 
 expect_error 'random.json: search: this config describes a hyperparameter search: run it with reprun search' \
   "$REPRUN" train "$T/random.json" -o "$T/b7"
 expect_error 'r1: already holds a search; continue it with --resume' "$REPRUN" search "$T/random.json" -o "$T/r1"
+search_config "$T/bad8.json" '{"method": "random", "trials": 4, "space": {"optimizer.lr": {"uniform": [0.01, 1e400]}}}'
+expect_error 'bad8.json:[0-9]+:[0-9]+: invalid JSON: the number 1e400 is beyond the range of a double' \
+  "$REPRUN" search "$T/bad8.json" -o "$T/b8"
 pass

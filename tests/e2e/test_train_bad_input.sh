@@ -17,6 +17,8 @@ bad() { # bad PATTERN CONFIG_TEXT [extra args]
 bad 'bad.json:1:[0-9]+: invalid JSON' '{"seed": 1,'
 bad 'bad.json:3:[0-9]+: invalid JSON' $'{\n "seed": 1\n "model": {}}'
 bad 'bad.json: expected a JSON object' '[1, 2]'
+# A number beyond a double is bad JSON too, named with its file and line like any other.
+bad 'bad.json:2:[0-9]+: invalid JSON: the number 1e400 is beyond the range of a double' $'{"seed": 1,\n "optimizer": {"lr": 1e400}}'
 bad "bad.json: optimzer: unknown key \(did you mean 'optimizer'\?\)" '{"optimzer": {}}'
 bad "bad.json: optimizer.lrr: unknown key \(did you mean 'lr'\?\)" '{"optimizer": {"lrr": 0.1}}'
 bad 'bad.json: optimizer.lr: expected a number, got "fast"' '{"optimizer": {"lr": "fast"}}'
@@ -68,6 +70,7 @@ small_config "$T/ok.json"
 expect_error 'nope.json: cannot open' "$REPRUN" train "$T/nope.json" -o "$T/run"
 expect_error "--set optimizer.lr: expected KEY=VALUE" "$REPRUN" train "$T/ok.json" -o "$T/run" --set optimizer.lr
 expect_error "ok.json: optimizer.lr: expected a number" "$REPRUN" train "$T/ok.json" -o "$T/run" --set optimizer.lr=abc
+expect_error 'ok.json: optimizer.lr: expected a number, got "1e400"' "$REPRUN" train "$T/ok.json" -o "$T/run" --set optimizer.lr=1e400
 expect_error "unknown command 'trian' \(did you mean 'train'\?\)" "$REPRUN" trian "$T/ok.json"
 expect_rc 2 "$REPRUN" train "$T/ok.json" --threads 0
 expect_error "give a CONFIG.json, or --resume" "$REPRUN" train
