@@ -68,19 +68,9 @@ std::vector<std::pair<long, double>> eval_curve(const RunDir& run, const std::st
   return c;
 }
 
-TrialEntry read_trial(const SearchDir& sd, long k, const std::string& metric, const std::vector<long>& rungs) {
-  TrialEntry t;
-  t.k = k;
-  const std::string dir = sd.trial_dir(k);
-  t.name = std::filesystem::path(dir).filename().string();
-  t.status = "not started";
-  if (!RunDir::holds_run(dir)) {
-    return t;
-  }
-  t.exists = true;
-  RunDir run = RunDir::open(dir);
-  ojson m = run.read_manifest();
-  const std::string mpath = run.file(RunFile::manifest);
+// The facts of trial k from its run's manifest and summary (read_trial below).
+void read_trial_facts(const RunDir& run, const ojson& m, const std::string& mpath, long k, const std::string& metric,
+                      const std::vector<long>& rungs, TrialEntry& t) {
   if (!m.contains("search") || !m["search"].is_object() || m["search"].value("trial", -1L) != k) {
     throw Error(mpath, fmt::format("not trial {} of a search (its \"search\" section is missing or names another "
                                    "trial)", k));
@@ -112,6 +102,28 @@ TrialEntry read_trial(const SearchDir& sd, long k, const std::string& metric, co
   }
   if (sum.contains("steps_log") && sum["steps_log"].is_object()) {
     t.steps_xxh3 = sum["steps_log"].value("xxh3", "");
+  }
+}
+
+TrialEntry read_trial(const SearchDir& sd, long k, const std::string& metric, const std::vector<long>& rungs) {
+  TrialEntry t;
+  t.k = k;
+  const std::string dir = sd.trial_dir(k);
+  t.name = std::filesystem::path(dir).filename().string();
+  t.status = "not started";
+  if (!RunDir::holds_run(dir)) {
+    return t;
+  }
+  t.exists = true;
+  RunDir run = RunDir::open(dir);
+  const ojson m = run.read_manifest();
+  const std::string mpath = run.file(RunFile::manifest);
+  try {
+    read_trial_facts(run, m, mpath, k, metric, rungs, t);
+  } catch (const ojson::exception& e) { // a hand-edited field of another type: name the file
+    const std::string what = e.what();
+    const auto b = what.find("] ");
+    throw Error(mpath, "corrupt trial manifest: " + (b == std::string::npos ? what : what.substr(b + 2)));
   }
   return t;
 }
@@ -157,6 +169,26 @@ SearchRecord read_search(const std::string& dir) {
     throw Error(mpath, "incomplete search manifest (no \"search\" or \"experiment_seed\")");
   }
   const ojson& spec = m["search"];
+  // A hand-edited field of another type is named here, not met below as a type error naming no file.
+  auto check = [&](const ojson& obj, const char* key, bool ok, const char* want, const char* prefix) {
+    if (obj.contains(key) && !ok) {
+      throw Error(mpath, fmt::format("corrupt search manifest: {}{} is {}, expected {}", prefix, key,
+                                     obj[key].dump(), want));
+    }
+  };
+  for (const char* key : {"method", "metric", "direction"}) {
+    check(spec, key, spec.value(key, ojson()).is_string(), "a string", "search.");
+  }
+  check(spec, "trials", spec.value("trials", ojson()).is_number_integer(), "an integer", "search.");
+  const ojson rungs = spec.value("rungs", ojson::array());
+  check(spec, "rungs", rungs.is_array() && std::all_of(rungs.begin(), rungs.end(), [](const ojson& r) {
+          return r.is_number_integer();
+        }), "a list of integers", "search.");
+  check(m, "experiment_seed", m["experiment_seed"].is_number_unsigned(), "a non-negative integer", "");
+  check(m, "base_config", m.value("base_config", ojson()).is_object(), "an object", "");
+  if (m.contains("config_file") && m["config_file"].is_object()) {
+    check(m["config_file"], "path", m["config_file"].value("path", ojson()).is_string(), "a string", "config_file.");
+  }
   s.method = spec.value("method", "");
   s.metric = spec.value("metric", "");
   s.maximize = spec.value("direction", "") == "max";

@@ -328,7 +328,18 @@ ojson RunDir::read_summary() const {
   if (!exists_no_follow(path)) {
     return ojson{{"status", fmt::format("unknown (no {})", name(RunFile::summary))}};
   }
-  return read_json_object(path, "summary");
+  ojson j = read_json_object(path, "summary");
+  // Every reader takes these as they are: a hand-edited value of another type is named here, not
+  // met later as a type error that names no file.
+  if (j.contains("status") && !j["status"].is_string()) {
+    throw Error(path, fmt::format("corrupt summary: \"status\" is {}, expected a string", j["status"].dump()));
+  }
+  for (const char* key : {"steps", "total_steps", "exit_code"}) {
+    if (j.contains(key) && !j[key].is_number_integer()) {
+      throw Error(path, fmt::format("corrupt summary: \"{}\" is {}, expected an integer", key, j[key].dump()));
+    }
+  }
+  return j;
 }
 
 AppendLog RunDir::append(RunFile log) const { return AppendLog(file(log)); }

@@ -170,4 +170,26 @@ expect_error 'r1: already holds a search; continue it with --resume' "$REPRUN" s
 search_config "$T/bad8.json" '{"method": "random", "trials": 4, "space": {"optimizer.lr": {"uniform": [0.01, 1e400]}}}'
 expect_error 'bad8.json:[0-9]+:[0-9]+: invalid JSON: the number 1e400 is beyond the range of a double' \
   "$REPRUN" search "$T/bad8.json" -o "$T/b8"
+# A hand-edited search.json or trial summary of the wrong type: one line naming the file and the key.
+edit_json() { # edit_json FILE PYTHON-STATEMENT-ON-d
+  python3 - "$1" "$2" <<'PY' || fail "edit_json $1"
+import json, sys
+p = sys.argv[1]
+d = json.load(open(p))
+exec(sys.argv[2])
+json.dump(d, open(p, "w"))
+PY
+}
+cp -r "$T/r1" "$T/e1"
+edit_json "$T/e1/search.json" 'd["search"]["trials"] = "4"'
+expect_error 'e1/search.json: corrupt search manifest: search.trials is "4", expected an integer' \
+  "$REPRUN" diff "$T/r1" "$T/e1"
+cp -r "$T/r1" "$T/e2"
+edit_json "$T/e2/trial-0001/summary.json" 'd["status"] = 5'
+expect_error 'e2/trial-0001/summary.json: corrupt summary: "status" is 5, expected a string' \
+  "$REPRUN" diff "$T/r1" "$T/e2"
+cp -r "$T/r1" "$T/e3"
+edit_json "$T/e3/trial-0001/manifest.json" 'd["search"]["seed"] = "x"'
+expect_error 'e3/trial-0001/manifest.json: corrupt trial manifest: type must be number, but is string' \
+  "$REPRUN" diff "$T/r1" "$T/e3"
 pass

@@ -82,4 +82,10 @@ expect_error 'not a run directory \(no manifest.json\)' "$REPRUN" train --resume
 # An existing run is never overwritten.
 expect_rc 0 "$REPRUN" train "$T/ok.json" -o "$T/done" -q
 expect_error 'done: already holds a run' "$REPRUN" train "$T/ok.json" -o "$T/done" -q
+# A hand-edited summary of the wrong type: one line naming the file and the key, for diff and resume.
+cp -r "$T/done" "$T/edited"
+python3 -c 'import json, sys; p = sys.argv[1]; d = json.load(open(p)); d["steps"] = "many"; json.dump(d, open(p, "w"))' \
+  "$T/edited/summary.json"
+expect_error 'edited/summary.json: corrupt summary: "steps" is "many", expected an integer' "$REPRUN" train --resume "$T/edited"
+expect_error 'edited/summary.json: corrupt summary: "steps" is "many", expected an integer' "$REPRUN" diff "$T/done" "$T/edited"
 pass
