@@ -260,19 +260,25 @@ SearchDiff diff_searches(const std::string& a, const std::string& b, const DiffO
         d.trial_differences.push_back(fmt::format("{}: {} vs {}", what, u, v));
       }
     };
-    differ("seed", std::to_string(p.seed), std::to_string(q.seed));
-    const size_t nv = std::max(p.values.size(), q.values.size());
-    for (size_t i = 0; i < nv; ++i) {
-      const std::string key = i < p.values.size() ? p.values[i].first : q.values[i].first;
-      differ(key, i < p.values.size() ? p.values[i].second : "(absent)",
-             i < q.values.size() ? q.values[i].second : "(absent)");
+    if (p.exists != q.exists) {
+      // A trial one search has not started has no seed, values or results yet (not seed 0): its
+      // status is the difference.
+      differ("status", p.status, q.status);
+    } else {
+      differ("seed", std::to_string(p.seed), std::to_string(q.seed));
+      const size_t nv = std::max(p.values.size(), q.values.size());
+      for (size_t i = 0; i < nv; ++i) {
+        const std::string key = i < p.values.size() ? p.values[i].first : q.values[i].first;
+        differ(key, i < p.values.size() ? p.values[i].second : "(absent)",
+               i < q.values.size() ? q.values[i].second : "(absent)");
+      }
+      differ("status", p.status, q.status);
+      differ("epochs", std::to_string(p.epochs), std::to_string(q.epochs));
+      differ("steps", std::to_string(p.steps), std::to_string(q.steps));
+      differ(x.metric.empty() ? "metric" : x.metric, number_text(p.metric), number_text(q.metric));
+      differ("steps.jsonl digest", p.steps_xxh3.empty() ? "none" : p.steps_xxh3,
+             q.steps_xxh3.empty() ? "none" : q.steps_xxh3);
     }
-    differ("status", p.status, q.status);
-    differ("epochs", std::to_string(p.epochs), std::to_string(q.epochs));
-    differ("steps", std::to_string(p.steps), std::to_string(q.steps));
-    differ(x.metric.empty() ? "metric" : x.metric, number_text(p.metric), number_text(q.metric));
-    differ("steps.jsonl digest", p.steps_xxh3.empty() ? "none" : p.steps_xxh3,
-           q.steps_xxh3.empty() ? "none" : q.steps_xxh3);
     if (p.exists && q.exists) {
       SearchDir sa = SearchDir::open(a), sb = SearchDir::open(b);
       DiffResult r = diff_runs(sa.trial_dir(k), sb.trial_dir(k), opt);

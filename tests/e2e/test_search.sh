@@ -192,4 +192,12 @@ cp -r "$T/r1" "$T/e3"
 edit_json "$T/e3/trial-0001/manifest.json" 'd["search"]["seed"] = "x"'
 expect_error 'e3/trial-0001/manifest.json: corrupt trial manifest: type must be number, but is string' \
   "$REPRUN" diff "$T/r1" "$T/e3"
+# A search stopped before a trial started, against a finished one: the trial's status is the
+# difference (it has no seed yet, not seed 0).
+cp -r "$T/r1" "$T/e0"
+rm -rf "$T/e0/trial-0002"
+expect_rc 1 "$REPRUN" diff "$T/r1" "$T/e0"
+grep -q '^DIFFERENT: trial 2 is the first that differs (status: complete vs not started)$' "$T/out" ||
+  fail "diff with a trial not started: $(head -3 "$T/out")"
+grep -q 'seed: ' "$T/out" && fail "diff compares the seed of a trial not started: $(cat "$T/out")"
 pass
