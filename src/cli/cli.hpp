@@ -49,6 +49,9 @@ struct ReportFiles {
   std::string junit, markdown, html;
 };
 void add_report_options(CLI::App& sub, std::string& format, ReportFiles& files);
+// Refuses, before any training, a report file that cannot be written at the end: an existing
+// directory, or a path whose folder does not exist. Empty paths are skipped.
+void check_report_paths(const std::vector<std::string>& paths);
 // -o WORK_DIR and --keep, for the commands that launch runs.
 void add_work_options(CLI::App& sub, std::string& work, bool& keep);
 // Prints and writes the reports, removes a temporary work directory when all runs agree (else

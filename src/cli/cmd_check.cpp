@@ -25,7 +25,8 @@ struct CheckFlags {
 };
 
 int run(const CheckFlags& f) {
-  parse_report_format(f.format); // a bad --format fails before any training
+  parse_report_format(f.format); // a bad --format or report path fails before any training
+  check_report_paths({f.files.junit, f.files.markdown, f.files.html});
   CheckOptions opt;
   opt.config = f.config;
   opt.runs = f.runs;

@@ -25,6 +25,7 @@ struct ExecFlags {
 
 int run(ExecFlags& f) {
   parse_report_format(f.format);
+  check_report_paths({f.files.junit, f.files.markdown, f.files.html});
   ExecOptions& opt = f.opt;
   for (const auto& extra : f.app->remaining()) { // program arguments when no "--" was given
     opt.argv.push_back(extra);

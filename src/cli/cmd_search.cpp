@@ -33,6 +33,7 @@ int run(const SearchFlags& f) {
   if (fmt == ReportFormat::junit) {
     throw Error("--format", "a leaderboard is text, json, markdown or html");
   }
+  check_report_paths({f.markdown, f.html}); // before any trial, not after the last
   SearchOptions opt;
   opt.config = f.config;
   opt.out_dir = f.out;

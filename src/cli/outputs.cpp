@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <iostream>
 
@@ -59,6 +60,22 @@ int finish_runs(CheckResult r, const std::string& format_name, const ReportFiles
     std::cerr << "reprun " << r.kind << ": runs kept in " << work.path << "\n";
   }
   return r.identical ? 0 : 1;
+}
+
+void check_report_paths(const std::vector<std::string>& paths) {
+  for (const auto& p : paths) {
+    if (p.empty()) {
+      continue;
+    }
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      throw Error(p, "is a directory; give the report a file name");
+    }
+    const fs::path folder = fs::path(p).parent_path();
+    if (!folder.empty() && !fs::is_directory(folder, ec)) {
+      throw Error(p, fmt::format("cannot write the report there: {} is not a directory", folder.string()));
+    }
+  }
 }
 
 void add_work_options(CLI::App& sub, std::string& work, bool& keep) {

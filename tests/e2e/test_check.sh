@@ -44,6 +44,12 @@ grep -q '<svg id="loss-plot"' "$T/w4.html" || fail "html report lacks the plot"
 # Errors.
 expect_error "unknown dimension 'thread'.*did you mean 'threads'" "$REPRUN" check "$T/c.json" --vary thread=1,2 -q
 expect_error "'x' is not a positive integer" "$REPRUN" check "$T/c.json" --vary threads=1,x -q
+# A report that could not be written at the end is refused before anything trains.
+expect_error "$T: is a directory; give the report a file name" "$REPRUN" check "$T/c.json" -o "$T/ck-junit" --junit "$T" -q
+[[ -e $T/ck-junit ]] && fail "check trained before refusing --junit DIR"
+expect_error "nope/r.md: cannot write the report there: .*nope is not a directory" \
+  "$REPRUN" check "$T/c.json" -o "$T/ck-md" --markdown "$T/nope/r.md" -q
+[[ -e $T/ck-md ]] && fail "check trained before refusing --markdown in a missing folder"
 printf '{"optimizer": {"lr": "x"}}' >"$T/bad.json"
 run_rc "$REPRUN" check "$T/bad.json" -o "$T/w5" -q
 [[ $RC == 2 ]] || fail "check of a bad config: expected 2, got $RC"
