@@ -8,6 +8,8 @@
 #include "reprun/report/report.hpp"
 #include "reprun/report/search_report.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <fmt/format.h>
 
 #include <iostream>
@@ -24,6 +26,18 @@ struct DiffFlags {
   long long max_ulps = -1;
   std::vector<std::string> ignore;
 };
+
+// CLI11's NonNegativeNumber spells its bound (DBL_MAX) in 309 digits, and lets "nan" through.
+const CLI::Validator k_tolerance(
+    [](std::string& s) -> std::string {
+      double v = 0;
+      const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v) || v < 0) {
+        return "expected a finite number >= 0, got " + s;
+      }
+      return "";
+    },
+    "NUMBER >= 0");
 
 int run(const DiffFlags& f) {
   ReportFormat fmt = parse_report_format(f.format);
@@ -74,9 +88,9 @@ Action add_diff(CLI::App& sub) {
   sub.add_option("run_b", f->b, "Second run directory (or steps.jsonl file, or search directory)")->required();
   sub.add_option("--format", f->format, "Report format: text, json, markdown, junit, html");
   sub.add_option("-o,--output", f->out, "Write the report to FILE (the verdict still goes to stdout)");
-  sub.add_option("--rtol", f->rtol, "Tolerance mode: relative tolerance for losses and norms")->check(CLI::NonNegativeNumber);
-  sub.add_option("--atol", f->atol, "Tolerance mode: absolute tolerance")->check(CLI::NonNegativeNumber);
-  sub.add_option("--max-ulps", f->max_ulps, "Tolerance mode: units in the last place")->check(CLI::NonNegativeNumber);
+  sub.add_option("--rtol", f->rtol, "Tolerance mode: relative tolerance for losses and norms")->check(k_tolerance);
+  sub.add_option("--atol", f->atol, "Tolerance mode: absolute tolerance")->check(k_tolerance);
+  sub.add_option("--max-ulps", f->max_ulps, "Tolerance mode: units in the last place")->check(k_tolerance);
   sub.add_option("--ignore-meta", f->ignore, "Do not fail on this manifest field (and its sub-fields)");
   return [f] { return run(*f); };
 }
