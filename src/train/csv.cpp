@@ -73,8 +73,10 @@ Dataset parse_csv(const std::vector<std::pair<std::string, std::string>>& texts,
   std::vector<std::string_view> fields;
   std::vector<float> row;
   int32_t max_label = -1;
-  bool header_resolved = header != "auto";
+  const bool header_auto = header == "auto";
+  bool header_resolved = !header_auto;
   bool has_header = header == "true";
+  std::string header_seen_in; // "auto": the file whose first line decided
   for (const auto& [file, text] : texts) {
     // A byte order mark is not data: left in, it makes a numeric first row look like a header.
     size_t pos = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
@@ -91,14 +93,24 @@ Dataset parse_csv(const std::vector<std::pair<std::string, std::string>>& texts,
       split_fields(line, fields);
       if (first) {
         first = false;
-        if (!header_resolved) {
+        if (header_auto) {
           double tmp;
           bool numeric = true;
           for (auto f : fields) {
             numeric = numeric && parse_double(trim(f), tmp);
           }
-          has_header = !numeric;
-          header_resolved = true;
+          if (!header_resolved) {
+            has_header = !numeric;
+            header_resolved = true;
+            header_seen_in = file;
+          } else if (numeric == has_header) {
+            // Each file of a folder is read alike: a row taken for a header would be lost silently.
+            throw Error(fmt::format("{}:{}", file, lineno),
+                        fmt::format("{}, but {} {} (data.header \"auto\" decides from the first file); give every "
+                                    "file a header, or none",
+                                    numeric ? "the first line is a row of numbers, not a header" : "the first line is a header",
+                                    header_seen_in, has_header ? "has one" : "has none"));
+          }
         }
         if (ncols < 0) {
           ncols = static_cast<long>(fields.size());

@@ -48,6 +48,15 @@ bad "nonnum.csv:2:3: column 2: not a finite number: 'x'" '{"data": {"kind": "csv
 # A double that no float32 holds would train as infinity (a non-finite loss, a run left behind).
 printf 'a,b,label\n1,2,0\n3,1e39,1\n1,3,0\n2,2,1\n' >"$T/d/huge.csv"
 bad "huge.csv:3:3: column 2: 1e39 is beyond the float32 range" '{"data": {"kind": "csv", "path": "d/huge.csv"}}'
+# A folder whose first file has a header and a later one none: that file's first row was dropped.
+mkdir -p "$T/parts" "$T/parts2"
+printf 'a,b,label\n1,2,0\n2,3,1\n3,1,0\n' >"$T/parts/p1.csv"
+printf '4,2,1\n5,3,0\n6,1,1\n' >"$T/parts/p2.csv"
+bad 'parts/p2.csv:1: the first line is a row of numbers, not a header, but .*parts/p1.csv has one \(data.header "auto"' \
+  '{"data": {"kind": "csv", "path": "parts"}}'
+printf '1,2,0\n2,3,1\n3,1,0\n' >"$T/parts2/p1.csv"
+printf 'a,b,label\n4,2,1\n5,3,0\n6,1,1\n' >"$T/parts2/p2.csv"
+bad 'parts2/p2.csv:1: the first line is a header, but .*parts2/p1.csv has none' '{"data": {"kind": "csv", "path": "parts2"}}'
 printf 'a,b,label\n1,2,0.5\n' >"$T/d/frac.csv"
 bad 'frac.csv:2:5: label \(column 3, data.label_column\) must be a non-negative integer' '{"data": {"kind": "csv", "path": "d/frac.csv"}}'
 printf 'a,b,label\n1,2,0\n1,2,7\n' >"$T/d/range.csv"
