@@ -39,6 +39,17 @@ bool parse_double(std::string_view s, double& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
+// A field as an error message quotes it: at most 40 bytes, control bytes as \xNN (a binary file's
+// escape sequences would otherwise reach the terminal).
+std::string shown(std::string_view f) {
+  std::string out;
+  for (char ch : f.substr(0, 40)) {
+    const auto u = static_cast<unsigned char>(ch);
+    out += u < 0x20 || u == 0x7f ? fmt::format("\\x{:02x}", u) : std::string(1, ch);
+  }
+  return out;
+}
+
 void split_fields(std::string_view line, std::vector<std::string_view>& out) {
   out.clear();
   size_t start = 0;
@@ -147,14 +158,14 @@ Dataset parse_csv(const std::vector<std::pair<std::string, std::string>>& texts,
         if (!parse_double(f, v) || !std::isfinite(v)) {
           throw Error(fmt::format("{}:{}:{}", file, lineno, col_offset + 1),
                       fmt::format("column {}: not a finite number: '{}'", c + 1,
-                                  std::string(f.substr(0, 40))));
+                                  shown(f)));
         }
         if (c == label) {
           if (v < 0 || v != std::floor(v) || v > 1e5) {
             throw Error(fmt::format("{}:{}:{}", file, lineno, col_offset + 1),
                         fmt::format("label (column {}, data.label_column) must be a non-negative integer class, "
                                     "got '{}'; is the label in another column? data.label_column picks it",
-                                    c + 1, std::string(f.substr(0, 40))));
+                                    c + 1, shown(f)));
           }
           int32_t y = static_cast<int32_t>(v);
           if (classes > 0 && y >= classes) {
@@ -168,7 +179,7 @@ Dataset parse_csv(const std::vector<std::pair<std::string, std::string>>& texts,
             throw Error(fmt::format("{}:{}:{}", file, lineno, col_offset + 1),
                         fmt::format("column {}: {} is beyond the float32 range the trainer computes in "
                                     "(about ±3.4e38)",
-                                    c + 1, std::string(f.substr(0, 40))));
+                                    c + 1, shown(f)));
           }
           row.push_back(static_cast<float>(v));
         }

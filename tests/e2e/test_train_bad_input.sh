@@ -57,6 +57,10 @@ bad 'parts/p2.csv:1: the first line is a row of numbers, not a header, but .*par
 printf '1,2,0\n2,3,1\n3,1,0\n' >"$T/parts2/p1.csv"
 printf 'a,b,label\n4,2,1\n5,3,0\n6,1,1\n' >"$T/parts2/p2.csv"
 bad 'parts2/p2.csv:1: the first line is a header, but .*parts2/p1.csv has none' '{"data": {"kind": "csv", "path": "parts2"}}'
+# A binary file's bytes are quoted escaped: no escape sequence reaches the terminal.
+printf 'a,b,label\n\x1b[31mred,1,0\n' >"$T/d/ctl.csv"
+bad "ctl.csv:2:1: column 1: not a finite number: '\\\\x1b\\[31mred'" '{"data": {"kind": "csv", "path": "d/ctl.csv"}}'
+grep -q $'\x1b' "$T/err" && fail "a control byte of the data reached stderr: $(od -c "$T/err" | head -3)"
 printf 'a,b,label\n1,2,0.5\n' >"$T/d/frac.csv"
 bad 'frac.csv:2:5: label \(column 3, data.label_column\) must be a non-negative integer' '{"data": {"kind": "csv", "path": "d/frac.csv"}}'
 printf 'a,b,label\n1,2,0\n1,2,7\n' >"$T/d/range.csv"
