@@ -292,8 +292,17 @@ SearchDiff diff_searches(const std::string& a, const std::string& b, const DiffO
   }
   d.identical = d.differences.empty() && d.trial < 0;
   if (d.identical) {
-    d.verdict = fmt::format("IDENTICAL: {} trials with the same values and bitwise identical runs; the same ranking",
-                            x.trial_count);
+    // Equal statuses on both sides: trials neither search has finished are said, not counted as compared.
+    const auto unfinished = std::count_if(x.trials.begin(), x.trials.end(), [](const TrialEntry& t) {
+      return t.status != "complete" && t.status.rfind("failed", 0) != 0;
+    });
+    d.verdict = unfinished == 0
+                    ? fmt::format("IDENTICAL: {} trials with the same values and bitwise identical runs; the same "
+                                  "ranking",
+                                  x.trial_count)
+                    : fmt::format("IDENTICAL: {} trials with the same values and bitwise identical runs, {} of them "
+                                  "not finished in either search (both incomplete); the same ranking so far",
+                                  x.trial_count, unfinished);
   } else if (d.trial >= 0) {
     std::string what = d.trial_differences.empty() ? (d.run_diff ? d.run_diff->verdict : std::string("differs"))
                                                    : d.trial_differences.front();

@@ -170,6 +170,13 @@ expect_error 'r1: already holds a search; continue it with --resume' "$REPRUN" s
 search_config "$T/bad8.json" '{"method": "random", "trials": 4, "space": {"optimizer.lr": {"uniform": [0.01, 1e400]}}}'
 expect_error 'bad8.json:[0-9]+:[0-9]+: invalid JSON: the number 1e400 is beyond the range of a double' \
   "$REPRUN" search "$T/bad8.json" -o "$T/b8"
+# Two searches stopped at the same point are identical, and the verdict says they are incomplete.
+cp -r "$T/r1" "$T/i1"
+rm -rf "$T/i1/trial-0002" "$T/i1/leaderboard."*
+cp -r "$T/i1" "$T/i2"
+expect_rc 0 "$REPRUN" diff "$T/i1" "$T/i2"
+grep -q '^IDENTICAL: 8 trials with the same values and bitwise identical runs, 1 of them not finished in either search (both incomplete); the same ranking so far$' "$T/out" ||
+  fail "diff of two incomplete searches: $(head -1 "$T/out")"
 # A hand-edited search.json or trial summary of the wrong type: one line naming the file and the key.
 edit_json() { # edit_json FILE PYTHON-STATEMENT-ON-d
   python3 - "$1" "$2" <<'PY' || fail "edit_json $1"
