@@ -100,6 +100,9 @@ void write_all(int fd, const char* p, size_t n) {
   ::dup2(err_fd, 2);
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
+  if (spec.own_process_group) {
+    ::setpgid(0, 0);
+  }
   if (spec.die_with_parent) {
     // Ends with the thread that forked us (run_process waits in it until we exit); a parent that
     // died before the call leaves us with another parent, and then we end at once.

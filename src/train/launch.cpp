@@ -43,6 +43,10 @@ RankLaunch launch_ranks(int ranks, const std::vector<std::string>& args, const s
   ProcessSpec spec;
   spec.stop = stop;
   spec.die_with_parent = true;
+  // Out of the terminal's process group: Ctrl-C reaches this process, which passes one SIGTERM on
+  // (`stop`). mpirun given the terminal's SIGINT as well takes the second signal as "abort now" and
+  // kills the ranks mid-step: no checkpoint, the status left "running", exit 1.
+  spec.own_process_group = true;
   spec.argv = {"mpirun", "-np", std::to_string(ranks), "--oversubscribe", "--bind-to", "none"};
   if (::geteuid() == 0) {
     spec.argv.push_back("--allow-run-as-root"); // containers and CI run as root

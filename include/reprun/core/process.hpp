@@ -21,6 +21,8 @@ struct ProcessSpec {
   std::string* capture_stdout = nullptr;                    // also collect stdout here
   std::string cwd;                                          // "" = ours
   bool die_with_parent = false;                             // SIGKILL the child when we die (PR_SET_PDEATHSIG)
+  bool own_process_group = false;                           // setpgid(0, 0): a terminal's Ctrl-C reaches us,
+                                                            // not it (we pass the stop on, once)
   const std::atomic<bool>* stop = nullptr;                  // once set, the child gets SIGTERM (our SIGTERM
                                                             // reaches our children this way)
 };
