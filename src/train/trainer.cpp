@@ -692,7 +692,11 @@ TrainResult run_on_ranks(Session& s) {
     res.status = run->read_summary().value("status", "unknown");
     res.already_complete = false;
     res.launched = true;
-    res.code = res.status == "interrupted" ? ExitCode::interrupted : static_cast<ExitCode>(r.exit_code);
+    // A signal that lands after the last step finds the ranks done: complete is complete (exit 0),
+    // whatever mpirun, signalled while it tore the job down, says.
+    res.code = res.status == "interrupted" ? ExitCode::interrupted
+               : res.status == "complete"  ? ExitCode::ok
+                                           : static_cast<ExitCode>(r.exit_code);
     return res;
   }
   if (r.dead_rank.empty() || !run) {
