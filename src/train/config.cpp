@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
+#include <set>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -449,6 +450,52 @@ void apply_override(ojson& doc, const std::string& assignment) {
   }
 }
 
+void refuse_duplicate_keys(const std::string& text, const std::string& source) {
+  struct Frame {
+    bool object = false;
+    std::set<std::string> keys;
+    std::string key; // the current key of an object
+  };
+  std::vector<Frame> stack;
+  auto path = [&](const std::string& last) {
+    std::string p;
+    for (const auto& f : stack) {
+      if (f.object && &f != &stack.back()) {
+        p += f.key + ".";
+      }
+    }
+    return p + last;
+  };
+  ojson::parser_callback_t check = [&](int, ojson::parse_event_t event, ojson& parsed) {
+    switch (event) {
+    case ojson::parse_event_t::object_start:
+    case ojson::parse_event_t::array_start:
+      stack.push_back(Frame{event == ojson::parse_event_t::object_start, {}, {}});
+      break;
+    case ojson::parse_event_t::object_end:
+    case ojson::parse_event_t::array_end:
+      if (!stack.empty()) {
+        stack.pop_back();
+      }
+      break;
+    case ojson::parse_event_t::key:
+      if (!stack.empty() && parsed.is_string()) {
+        Frame& f = stack.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second) {
+          throw Error(source, path(f.key) + ": given twice in one object (a JSON reader keeps one of the values "
+                                            "silently); keep one");
+        }
+      }
+      break;
+    case ojson::parse_event_t::value:
+      break;
+    }
+    return true;
+  };
+  (void)ojson::parse(text, check, false);
+}
+
 Config parse_config(const std::string& text, const std::string& source, const std::string& base_dir,
                     const std::vector<std::string>& overrides) {
   ojson doc;
@@ -480,6 +527,7 @@ Config parse_config(const std::string& text, const std::string& source, const st
   if (!doc.is_object()) {
     throw Error(source, "expected a JSON object {...} at the top level");
   }
+  refuse_duplicate_keys(text, source);
   for (const auto& o : overrides) {
     apply_override(doc, o);
   }

@@ -539,6 +539,7 @@ SearchConfig parse_search_config(const std::string& text, const std::string& sou
   if (!doc.is_object()) {
     throw Error(source, "expected a JSON object {...} at the top level");
   }
+  refuse_duplicate_keys(text, source);
   for (const auto& o : overrides) {
     apply_override(doc, o);
   }

@@ -207,6 +207,8 @@ expect_rc 1 "$REPRUN" diff "$T/r1" "$T/e0"
 grep -q '^DIFFERENT: trial 2 is the first that differs (status: complete vs not started)$' "$T/out" ||
   fail "diff with a trial not started: $(head -3 "$T/out")"
 grep -q 'seed: ' "$T/out" && fail "diff compares the seed of a trial not started: $(cat "$T/out")"
+search_config "$T/bad10.json" '{"method": "random", "trials": 4, "trials": 5, "space": {"optimizer.lr": {"uniform": [0.1, 0.3]}}}'
+expect_error 'bad10.json: search.trials: given twice in one object' "$REPRUN" search "$T/bad10.json" -o "$T/b10"
 # A report that could not be written is refused before the first trial, not after the last.
 expect_error "nope/l.html: cannot write the report there: .*nope is not a directory" \
   "$REPRUN" search "$T/random.json" -o "$T/b9" --html "$T/nope/l.html"

@@ -17,6 +17,7 @@ bad() { # bad PATTERN CONFIG_TEXT [extra args]
 bad 'bad.json:1:[0-9]+: invalid JSON' '{"seed": 1,'
 bad 'bad.json:3:[0-9]+: invalid JSON' $'{\n "seed": 1\n "model": {}}'
 bad 'bad.json: expected a JSON object' '[1, 2]'
+bad 'bad.json: optimizer.lr: given twice in one object' '{"optimizer": {"lr": 0.1, "name": "sgd", "lr": 0.2}}'
 # A number beyond a double is bad JSON too, named with its file and line like any other.
 bad 'bad.json:2:[0-9]+: invalid JSON: the number 1e400 is beyond the range of a double' $'{"seed": 1,\n "optimizer": {"lr": 1e400}}'
 bad "bad.json: optimzer: unknown key \(did you mean 'optimizer'\?\)" '{"optimzer": {}}'

@@ -113,6 +113,10 @@ const std::vector<std::string>& config_keys();
 // " (did you mean 'optimizer.lr'?)" for an unknown dotted key, or "".
 std::string suggest_config_key(const std::string& dotted);
 
+// Throws Error "source: KEY: given twice in one object" for a JSON text with a duplicate key (JSON
+// parsers keep the last silently); a text that is not valid JSON is left to the caller's parse.
+void refuse_duplicate_keys(const std::string& text, const std::string& source);
+
 // Applies one KEY=VALUE override to a JSON document (the value parsed as JSON, else a string).
 void apply_override(nlohmann::ordered_json& doc, const std::string& assignment);
 
