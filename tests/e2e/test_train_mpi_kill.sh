@@ -17,8 +17,10 @@ status=$(json_get "$T/k/summary.json" status)
 [[ -e $T/k/checkpoints/step-000000010.ckpt ]] || fail "checkpoint of step 10 missing: $(ls "$T/k/checkpoints")"
 expect_rc 0 "$REPRUN" train --resume "$T/k" --ranks 3 -q
 cmp -s "$T/one/steps.jsonl" "$T/k/steps.jsonl" || fail "resumed after a dead rank: steps.jsonl differs"
-# SIGTERM to the --ranks process alone, once the run is under way (a long run: 600 epochs).
-json_edit "$T/c.json" training.epochs=600 training.checkpoint_every=100000
+# SIGTERM to the --ranks process alone, once the run is under way (steps of a few milliseconds:
+# 600 epochs of the small model took 0.4 s, and the signal could land after the last step).
+json_edit "$T/c.json" training.epochs:delete training.steps+=600 training.checkpoint_every=100000 \
+  data.features=256 "model.hidden=[512, 512]"
 expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/long1" -q
 "$REPRUN" train "$T/c.json" -o "$T/t" --ranks 2 >"$T/t.out" 2>"$T/t.err" &
 pid=$!
