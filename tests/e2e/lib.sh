@@ -54,6 +54,25 @@ $(cat "$T/err")"
   grep -qE -- "$pattern" "$T/err" || fail "error line does not match /$pattern/: $(cat "$T/err")"
 }
 
+# wait_for_steps RUN_DIR N: waits (30 s at most) until RUN_DIR/steps.jsonl has N lines.
+wait_for_steps() {
+  for _ in $(seq 600); do
+    [[ $(cat "$1/steps.jsonl" 2>/dev/null | wc -l) -ge $2 ]] && return 0
+    sleep 0.05
+  done
+}
+
+# expect_interrupted RC RUN_DIR WHAT: a run a signal stopped exited RC = 130, its status says
+# interrupted, and it checkpointed the step it stopped after.
+expect_interrupted() {
+  [[ $1 == 130 ]] || fail "$3: exit $1, expected 130"
+  local status stopped
+  status=$(json_get "$2/summary.json" status)
+  [[ $status == interrupted ]] || fail "$3: status $status"
+  stopped=$(json_get "$2/summary.json" steps)
+  [[ -e $2/checkpoints/$(printf 'step-%09d.ckpt' "$stopped") ]] || fail "$3: no checkpoint of step $stopped: $(ls "$2/checkpoints")"
+}
+
 # small_config FILE [extra JSON members...]: a quick synthetic config.
 small_config() {
   local file=$1

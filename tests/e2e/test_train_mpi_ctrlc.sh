@@ -19,19 +19,12 @@ cat >"$T/c.json" <<'JSON'
 JSON
 setsid "$REPRUN" train "$T/c.json" -o "$T/t" --ranks 2 >"$T/t.out" 2>"$T/t.err" &
 pid=$!
-for _ in $(seq 600); do
-  [[ $(cat "$T/t/steps.jsonl" 2>/dev/null | wc -l) -ge 30 ]] && break
-  sleep 0.05
-done
+wait_for_steps "$T/t" 30
 pgid=$(ps -o pgid= -p $pid | tr -d ' ')
 [[ $pgid == "$pid" ]] || fail "setsid did not give reprun a process group of its own ($pgid)"
 kill -INT -- -"$pgid" # what Ctrl-C does
 wait $pid
-rc=$?
-[[ $rc == 130 ]] || fail "Ctrl-C on train --ranks 2: exit $rc, expected 130: $(tail -3 "$T/t.err")"
-[[ $(json_get "$T/t/summary.json" status) == interrupted ]] || fail "status after Ctrl-C: $(json_get "$T/t/summary.json" status)"
-stopped=$(json_get "$T/t/summary.json" steps)
-[[ -e $T/t/checkpoints/$(printf 'step-%09d.ckpt' "$stopped") ]] || fail "no checkpoint of step $stopped: $(ls "$T/t/checkpoints")"
+expect_interrupted $? "$T/t" "Ctrl-C on train --ranks 2 ($(tail -3 "$T/t.err"))"
 expect_rc 0 "$REPRUN" train --resume "$T/t" --ranks 2 -q
 expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/one" -q
 cmp -s "$T/one/steps.jsonl" "$T/t/steps.jsonl" || fail "interrupted by Ctrl-C and resumed: steps.jsonl differs"

@@ -24,17 +24,10 @@ json_edit "$T/c.json" training.epochs:delete training.steps+=600 training.checkp
 expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/long1" -q
 "$REPRUN" train "$T/c.json" -o "$T/t" --ranks 2 >"$T/t.out" 2>"$T/t.err" &
 pid=$!
-for _ in $(seq 600); do
-  [[ $(cat "$T/t/steps.jsonl" 2>/dev/null | wc -l) -ge 30 ]] && break
-  sleep 0.05
-done
+wait_for_steps "$T/t" 30
 kill -TERM $pid
 wait $pid
-rc=$?
-[[ $rc == 130 ]] || fail "SIGTERM to train --ranks 2: exit $rc, expected 130: $(tail -3 "$T/t.err")"
-[[ $(json_get "$T/t/summary.json" status) == interrupted ]] || fail "status after SIGTERM: $(json_get "$T/t/summary.json" status)"
-stopped=$(json_get "$T/t/summary.json" steps)
-[[ -e $T/t/checkpoints/$(printf 'step-%09d.ckpt' "$stopped") ]] || fail "no checkpoint of step $stopped: $(ls "$T/t/checkpoints")"
+expect_interrupted $? "$T/t" "SIGTERM to train --ranks 2 ($(tail -3 "$T/t.err"))"
 [[ $(grep -c '^run: ' "$T/t.out") == 1 ]] || fail "expected one summary, got: $(cat "$T/t.out")"
 expect_rc 0 "$REPRUN" train --resume "$T/t" --ranks 1 -q
 cmp -s "$T/long1/steps.jsonl" "$T/t/steps.jsonl" || fail "interrupted on 2 ranks, resumed on 1: steps.jsonl differs"
