@@ -73,6 +73,19 @@ expect_interrupted() {
   [[ -e $2/checkpoints/$(printf 'step-%09d.ckpt' "$stopped") ]] || fail "$3: no checkpoint of step $stopped: $(ls "$2/checkpoints")"
 }
 
+# expect_backward_localization REPORT WHAT: a `check --format json` REPORT that failed and localized
+# its first pair to the gradient of a dense layer in the backward pass (what reduction "atomic" does).
+expect_backward_localization() {
+  python3 - "$1" <<'PY' || fail "$2 did not localize to a backward tensor: $(head -c 3000 "$1")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["identical"] is False and r["verdict"].startswith("FAIL"), r["verdict"]
+loc = r["pairs"][0]["localization"]
+assert loc["found"] and loc["phase"] == "backward", loc
+assert loc["layer"].startswith("dense_") and "gradient" in loc["tensor"], loc
+PY
+}
+
 # small_config FILE [extra JSON members...]: a quick synthetic config.
 small_config() {
   local file=$1

@@ -9,14 +9,7 @@ expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/a1" -q --device cuda
 expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/a2" -q --device cuda
 cmp -s "$T/a1/steps.jsonl" "$T/a2/steps.jsonl" && fail "two atomic GPU runs were identical"
 expect_rc 1 "$REPRUN" check "$T/c.json" -o "$T/w" --device cuda -q --format json
-python3 - "$T/out" <<'PY' || fail "atomic GPU check did not localize to a backward tensor: $(head -c 3000 "$T/out")"
-import json, sys
-r = json.load(open(sys.argv[1]))
-assert r["identical"] is False and r["verdict"].startswith("FAIL"), r["verdict"]
-loc = r["pairs"][0]["localization"]
-assert loc["found"] and loc["phase"] == "backward", loc
-assert loc["layer"].startswith("dense_") and "gradient" in loc["tensor"], loc
-PY
+expect_backward_localization "$T/out" "atomic GPU check"
 grep -rq --include=manifest.json '"device": "cuda"' "$T/w" || fail "the check's runs do not record the device"
 expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/o1" -q --device cuda --set determinism.reduction=ordered
 expect_rc 0 "$REPRUN" train "$T/c.json" -o "$T/o2" -q --set determinism.reduction=ordered
