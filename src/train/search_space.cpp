@@ -116,6 +116,10 @@ std::string unsearchable(const std::string& key, const std::string& method) {
     }
     return ""; // an execution setting for a resume, but the run length changes the final metric
   }
+  if (key == "determinism.reduction") {
+    return "\"atomic\" is non-deterministic by design: no trial could be trained again to the same bits, so the "
+           "leaderboard would not be reproducible";
+  }
   if (is_execution_setting(key)) {
     return "an execution setting: it cannot change a result (docs/determinism.md)";
   }
@@ -562,6 +566,11 @@ SearchConfig parse_search_config(const std::string& text, const std::string& sou
     if (!path.empty() && !std::filesystem::exists(resolve_data_path(sc.base, path), ec)) {
       throw Error(source, fmt::format("{}: {}: no such file or directory", key, resolve_data_path(sc.base, path)));
     }
+  }
+  if (sc.base.determinism.reduction == "atomic") {
+    throw Error(source, "determinism.reduction: \"atomic\" is non-deterministic by design: no trial could be trained "
+                        "again to the same bits, so the search's leaderboard would not be reproducible; use "
+                        "\"ordered\"");
   }
   if (sc.base.data.validation_fraction <= 0.0) {
     throw Error(source, fmt::format("data.validation_fraction: the search's metric {} needs validation rows; "

@@ -207,6 +207,15 @@ expect_rc 1 "$REPRUN" diff "$T/r1" "$T/e0"
 grep -q '^DIFFERENT: trial 2 is the first that differs (status: complete vs not started)$' "$T/out" ||
   fail "diff with a trial not started: $(head -3 "$T/out")"
 grep -q 'seed: ' "$T/out" && fail "diff compares the seed of a trial not started: $(cat "$T/out")"
+# reduction "atomic" (in the space or in the base config): no trial could be trained again to its bits.
+search_config "$T/bad11.json" '{"method": "random", "trials": 4, "space": {"determinism.reduction": {"choice": ["ordered", "atomic"]}}}'
+expect_error 'search.space.determinism.reduction: cannot be searched: "atomic" is non-deterministic by design' \
+  "$REPRUN" search "$T/bad11.json" -o "$T/b11"
+search_config "$T/bad12.json" '{"method": "random", "trials": 4, "space": {"optimizer.lr": {"uniform": [0.1, 0.3]}}}'
+json_edit "$T/bad12.json" 'determinism+={"reduction": "atomic"}'
+expect_error 'bad12.json: determinism.reduction: "atomic" is non-deterministic by design' \
+  "$REPRUN" search "$T/bad12.json" -o "$T/b12"
+[[ -e $T/b12 ]] && fail "a refused search left a directory"
 search_config "$T/bad10.json" '{"method": "random", "trials": 4, "trials": 5, "space": {"optimizer.lr": {"uniform": [0.1, 0.3]}}}'
 expect_error 'bad10.json: search.trials: given twice in one object' "$REPRUN" search "$T/bad10.json" -o "$T/b10"
 # A report that could not be written is refused before the first trial, not after the last.
