@@ -23,6 +23,13 @@
 #include <string>
 #include <vector>
 
+// Every kernel is launched as REPRUN_LAUNCH(kernel, grid, block)(arguments): nvcc's <<<grid, block>>>
+// here; the CPU emulator of the tests (tests/cuda_emu/cuda_runtime.h) defines it to run the kernel
+// on the host, so that CI, which has no GPU, runs this file's kernels.
+#ifndef REPRUN_LAUNCH
+#define REPRUN_LAUNCH(kernel, grid, block) kernel<<<grid, block>>>
+#endif
+
 #ifndef REPRUN_CUDA_ARCHITECTURES
 #define REPRUN_CUDA_ARCHITECTURES ""
 #endif
@@ -393,7 +400,7 @@ public:
     }
     float* dz = m_bind.bind(0, z, count, Dir::out);
     const float* db = m_bind.bind(1, bias, static_cast<size_t>(n));
-    fill_rows_kernel<<<blocks_for(count), k_threads>>>(dz, db, m, n);
+    REPRUN_LAUNCH(fill_rows_kernel, blocks_for(count), k_threads)(dz, db, m, n);
     check_launch("fill_rows");
     m_bind.finish();
   }
@@ -405,7 +412,7 @@ public:
     }
     const float* dw = m_bind.bind(0, w, count);
     float* dt = m_bind.bind(1, wt, count, Dir::out);
-    transpose_kernel<<<blocks_for(count), k_threads>>>(dw, rows, cols, dt);
+    REPRUN_LAUNCH(transpose_kernel, blocks_for(count), k_threads)(dw, rows, cols, dt);
     check_launch("transpose");
     m_bind.finish();
   }
@@ -416,7 +423,7 @@ public:
     }
     const float* dz = m_bind.bind(0, z, n);
     float* da = m_bind.bind(1, act, n, Dir::out);
-    activation_kernel<<<blocks_for(n), k_threads>>>(f == Activation::tanh, dz, da, n);
+    REPRUN_LAUNCH(activation_kernel, blocks_for(n), k_threads)(f == Activation::tanh, dz, da, n);
     check_launch("activation");
     m_bind.finish();
   }
@@ -428,7 +435,7 @@ public:
     const float* dz = m_bind.bind(0, z, n);
     const float* ddh = m_bind.bind(1, dh, n);
     float* dgz = m_bind.bind(2, gz, n, Dir::out);
-    activation_grad_kernel<<<blocks_for(n), k_threads>>>(f == Activation::tanh, dz, ddh, dgz, n);
+    REPRUN_LAUNCH(activation_grad_kernel, blocks_for(n), k_threads)(f == Activation::tanh, dz, ddh, dgz, n);
     check_launch("activation_grad");
     m_bind.finish();
   }
@@ -444,7 +451,8 @@ public:
     float* da = m_bind.bind(0, act, count, Dir::inout);
     float* dm = m_bind.bind(1, mask, count, Dir::out);
     const size_t threads = static_cast<size_t>(m * ((n + 3) / 4));
-    dropout_kernel<<<blocks_for(threads), k_threads>>>(d.seed, d.step, d.layer, d.row0, p, keep_scale, da, dm, m, n);
+    REPRUN_LAUNCH(dropout_kernel, blocks_for(threads), k_threads)(d.seed, d.step, d.layer, d.row0, p, keep_scale, da,
+                                                                  dm, m, n);
     check_launch("dropout");
     m_bind.finish();
   }
@@ -455,7 +463,7 @@ public:
     }
     float* dx = m_bind.bind(0, x, n, Dir::inout);
     const float* dm = m_bind.bind(1, mask, n);
-    multiply_kernel<<<blocks_for(n), k_threads>>>(dx, dm, n);
+    REPRUN_LAUNCH(multiply_kernel, blocks_for(n), k_threads)(dx, dm, n);
     check_launch("multiply");
     m_bind.finish();
   }
@@ -471,7 +479,8 @@ public:
     float* dg = m_bind.bind(2, g, count, Dir::out);
     m_rows.resize(static_cast<size_t>(m));
     double* dloss = m_bind.bind(3, m_rows.data(), m_rows.size(), Dir::out);
-    softmax_xent_kernel<<<blocks_for(static_cast<size_t>(m)), k_threads>>>(dl, dy, m, C, inv_batch, dg, dloss);
+    REPRUN_LAUNCH(softmax_xent_kernel, blocks_for(static_cast<size_t>(m)), k_threads)(dl, dy, m, C, inv_batch, dg,
+                                                                                      dloss);
     check_launch("softmax_xent");
     m_bind.finish();
     for (double l : m_rows) {
@@ -489,7 +498,7 @@ public:
     m_hits.resize(static_cast<size_t>(m));
     double* dloss = m_bind.bind(2, m_rows.data(), m_rows.size(), Dir::out);
     int* dhit = m_bind.bind(3, m_hits.data(), m_hits.size(), Dir::out);
-    softmax_eval_kernel<<<blocks_for(static_cast<size_t>(m)), k_threads>>>(dl, dy, m, C, dloss, dhit);
+    REPRUN_LAUNCH(softmax_eval_kernel, blocks_for(static_cast<size_t>(m)), k_threads)(dl, dy, m, C, dloss, dhit);
     check_launch("softmax_eval");
     m_bind.finish();
     for (size_t r = 0; r < m_rows.size(); ++r) {
@@ -512,12 +521,12 @@ public:
       if (in > 0) {
         launch_gemm(in, out, m, da, 1, in, dg, out, dgw, out);
       }
-      column_sums_kernel<<<blocks_for(static_cast<size_t>(out)), k_threads>>>(dg, m, out, dgb);
+      REPRUN_LAUNCH(column_sums_kernel, blocks_for(static_cast<size_t>(out)), k_threads)(dg, m, out, dgb);
       check_launch("column_sums");
     } else {
       const dim3 grid(blocks_for(static_cast<size_t>(in * out + out)),
                       static_cast<unsigned>((m + k_atomic_rows - 1) / k_atomic_rows));
-      atomic_grad_kernel<<<grid, k_threads>>>(da, dg, m, in, out, dgw, dgb);
+      REPRUN_LAUNCH(atomic_grad_kernel, grid, k_threads)(da, dg, m, in, out, dgw, dgb);
       check_launch("atomic_grad");
     }
     m_bind.finish();
@@ -553,13 +562,13 @@ public:
     check(cudaMemcpy(dtasks, dev.data(), dev.size() * sizeof(DeviceTask), cudaMemcpyHostToDevice), "copy tasks");
     if (widest > 0) {
       const dim3 grid(blocks_for(widest), static_cast<unsigned>(dev.size()));
-      update_kernel<<<grid, k_threads>>>(rule, dtasks);
+      REPRUN_LAUNCH(update_kernel, grid, k_threads)(rule, dtasks);
       check_launch("update");
     }
     if (sq) {
       m_lanes.resize(dev.size() * 8);
       double* dl = m_bind.bind(slot++, m_lanes.data(), m_lanes.size(), Dir::out);
-      square_lanes_kernel<<<static_cast<unsigned>(dev.size()), 8>>>(dtasks, dl);
+      REPRUN_LAUNCH(square_lanes_kernel, static_cast<unsigned>(dev.size()), 8)(dtasks, dl);
       check_launch("square_lanes");
     }
     m_bind.finish();
@@ -574,12 +583,13 @@ private:
   void launch_gemm(long M, long N, long K, const float* a, long rs, long cs, const float* b, long ldb, float* c,
                    long ldc) {
     if (m_naive) {
-      gemm_naive<<<blocks_for(static_cast<size_t>(M * N)), k_threads>>>(M, N, K, a, rs, cs, b, ldb, c, ldc);
+      REPRUN_LAUNCH(gemm_naive, blocks_for(static_cast<size_t>(M * N)), k_threads)(M, N, K, a, rs, cs, b, ldb, c,
+                                                                                   ldc);
       check_launch("gemm_naive");
       return;
     }
     const dim3 grid(static_cast<unsigned>((N + k_bn - 1) / k_bn), static_cast<unsigned>((M + k_bm - 1) / k_bm));
-    gemm_tiled<<<grid, (k_bm / k_tm) * (k_bn / k_tn)>>>(M, N, K, a, rs, cs, b, ldb, c, ldc);
+    REPRUN_LAUNCH(gemm_tiled, grid, (k_bm / k_tm) * (k_bn / k_tn))(M, N, K, a, rs, cs, b, ldb, c, ldc);
     check_launch("gemm_tiled");
   }
 

@@ -182,3 +182,12 @@ for p in key.split("."):
 print(node if isinstance(node, str) else json.dumps(node))
 PY
 }
+
+# run_on_cuda_emulator GPU_TEST: runs tests/gpu/GPU_TEST with reprun_cudaemu as $REPRUN, that is the
+# CUDA backend's own source on the CPU emulator of tests/cuda_emu/ (CI has no GPU), and ends this
+# test as that one ends.
+run_on_cuda_emulator() {
+  [[ -n ${REPRUN_CUDAEMU:-} ]] || skip "reprun_cudaemu is not built in a sanitizer build (CMakeLists.txt says why)"
+  rm -rf "$T"
+  REPRUN=$REPRUN_CUDAEMU REPRUN_CUDA_EMULATOR=1 exec bash "$REPRUN_SRC/tests/gpu/$1"
+}
