@@ -54,44 +54,57 @@ unsigned blocks_for(size_t n) { return static_cast<unsigned>((n + k_threads - 1)
 
 // ---- kernels ---------------------------------------------------------------------------------
 
-// C (M x N, ldc) += A (M x K, strides rs/cs) * B (K x N, ldb). A block computes a 64 x 64 tile of
-// C, each thread a 4 x 4 piece of it. Each element's chain starts from C's value and runs over
-// k = 0..K-1 in order, one __fmaf_rn per k (the shared-memory tiles only stage the operands; a k
-// beyond K is never applied: fma(0, x, -0) would turn -0 into +0).
-constexpr int k_bm = 64, k_bn = 64, k_bk = 16, k_tm = 4, k_tn = 4;
+// C (M x N, ldc) += A (M x K, strides rs/cs) * B (K x N, ldb). A block of 16 x 16 threads computes
+// a 128 x 128 tile of C; thread (tx, ty) owns the 8 x 8 elements of rows ty + 16 mi and columns
+// tx + 16 ni (so a warp's shared-memory reads fall in distinct banks or are broadcasts). Each
+// element's chain starts from C's value and runs over k = 0..K-1 in order, one __fmaf_rn per k:
+// the 16-deep shared-memory tiles only stage the operands, and a k beyond K is never applied
+// (fma(0, x, -0) would turn -0 into +0). No split-K, no tensor cores: the CPU's chain, element by
+// element.
+constexpr int k_bm = 128, k_bn = 128, k_bk = 16, k_tdim = 16, k_tm = k_bm / k_tdim, k_tn = k_bn / k_tdim;
+constexpr int k_apad = 4; // as[kk][ii]: a row-major A's loads store k-fastest; the pad spreads the banks
 
-__global__ void gemm_tiled(long M, long N, long K, const float* a, long rs, long cs, const float* b, long ldb,
-                           float* C, long ldc) {
-  __shared__ float as[k_bk][k_bm];
+// At most 128 registers a thread, so that two blocks fit on an SM.
+__global__ void __launch_bounds__(k_tdim * k_tdim, 2)
+    gemm_tiled(long M, long N, long K, const float* a, long rs, long cs, const float* b, long ldb, float* C, long ldc) {
+  __shared__ float as[k_bk][k_bm + k_apad];
   __shared__ float bs[k_bk][k_bn];
-  const int tx = static_cast<int>(threadIdx.x) % (k_bn / k_tn);
-  const int ty = static_cast<int>(threadIdx.x) / (k_bn / k_tn);
+  const int t = static_cast<int>(threadIdx.x);
+  const int tx = t % k_tdim, ty = t / k_tdim;
   const long i0 = static_cast<long>(blockIdx.y) * k_bm, j0 = static_cast<long>(blockIdx.x) * k_bn;
   float acc[k_tm][k_tn];
   for (int mi = 0; mi < k_tm; ++mi) {
     for (int ni = 0; ni < k_tn; ++ni) {
-      const long i = i0 + ty * k_tm + mi, j = j0 + tx * k_tn + ni;
+      const long i = i0 + ty + k_tdim * mi, j = j0 + tx + k_tdim * ni;
       acc[mi][ni] = i < M && j < N ? C[i * ldc + j] : 0.0f;
     }
   }
+  // Loads run along A's contiguous direction: k when A is row-major (cs == 1), else i.
+  const bool k_fastest = cs == 1;
   for (long k0 = 0; k0 < K; k0 += k_bk) {
     const int kmax = static_cast<int>(K - k0 < k_bk ? K - k0 : k_bk);
-    for (int e = static_cast<int>(threadIdx.x); e < k_bk * k_bm; e += blockDim.x) {
-      const int kk = e / k_bm, ii = e % k_bm;
+    for (int e = t; e < k_bk * k_bm; e += k_tdim * k_tdim) {
+      const int kk = k_fastest ? e % k_bk : e / k_bm, ii = k_fastest ? e / k_bk : e % k_bm;
       const long i = i0 + ii, k = k0 + kk;
       as[kk][ii] = i < M && k < K ? a[i * rs + k * cs] : 0.0f;
     }
-    for (int e = static_cast<int>(threadIdx.x); e < k_bk * k_bn; e += blockDim.x) {
+    for (int e = t; e < k_bk * k_bn; e += k_tdim * k_tdim) {
       const int kk = e / k_bn, jj = e % k_bn;
       const long j = j0 + jj, k = k0 + kk;
       bs[kk][jj] = j < N && k < K ? b[k * ldb + j] : 0.0f;
     }
     __syncthreads();
     for (int kk = 0; kk < kmax; ++kk) {
+      float av[k_tm], bv[k_tn];
       for (int mi = 0; mi < k_tm; ++mi) {
-        const float av = as[kk][ty * k_tm + mi];
+        av[mi] = as[kk][ty + k_tdim * mi];
+      }
+      for (int ni = 0; ni < k_tn; ++ni) {
+        bv[ni] = bs[kk][tx + k_tdim * ni];
+      }
+      for (int mi = 0; mi < k_tm; ++mi) {
         for (int ni = 0; ni < k_tn; ++ni) {
-          acc[mi][ni] = hd::fma(av, bs[kk][tx * k_tn + ni], acc[mi][ni]);
+          acc[mi][ni] = hd::fma(av[mi], bv[ni], acc[mi][ni]);
         }
       }
     }
@@ -99,7 +112,7 @@ __global__ void gemm_tiled(long M, long N, long K, const float* a, long rs, long
   }
   for (int mi = 0; mi < k_tm; ++mi) {
     for (int ni = 0; ni < k_tn; ++ni) {
-      const long i = i0 + ty * k_tm + mi, j = j0 + tx * k_tn + ni;
+      const long i = i0 + ty + k_tdim * mi, j = j0 + tx + k_tdim * ni;
       if (i < M && j < N) {
         C[i * ldc + j] = acc[mi][ni];
       }
@@ -376,7 +389,7 @@ public:
             {"gpu", m_prop.name},
             {"compute_capability", std::to_string(m_prop.major) + "." + std::to_string(m_prop.minor)},
             {"gemm", m_naive ? "cuda-naive (one thread per element, elem::gemm_chain)"
-                             : "cuda-tiled-64x64 (one __fmaf_rn chain per element, k ascending)"},
+                             : "cuda-tiled-128x128 (one __fmaf_rn chain per element, k ascending)"},
             {"code", "sm_" + std::to_string(m_binary) + (ahead ? "" : " (PTX compiled by the driver at load time)")},
             {"built_for", archs},
             {"transfers", "host buffers staged per call"}};
@@ -589,7 +602,7 @@ private:
       return;
     }
     const dim3 grid(static_cast<unsigned>((N + k_bn - 1) / k_bn), static_cast<unsigned>((M + k_bm - 1) / k_bm));
-    REPRUN_LAUNCH(gemm_tiled, grid, (k_bm / k_tm) * (k_bn / k_tn))(M, N, K, a, rs, cs, b, ldb, c, ldc);
+    REPRUN_LAUNCH(gemm_tiled, grid, k_tdim * k_tdim)(M, N, K, a, rs, cs, b, ldb, c, ldc);
     check_launch("gemm_tiled");
   }
 

@@ -43,6 +43,7 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __launch_bounds__(...)
 // Blocks run one at a time on the calling thread, so one static array per kernel is the block's
 // shared memory.
 #define __shared__ static thread_local
