@@ -56,6 +56,9 @@ const std::atomic<bool>* install_stop_handler() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // mpirun forwards SIGUSR1 to every rank (reprun train --ranks stops its ranks so), and schedulers
+  // send it ahead of a preemption (Slurm's --signal=USR1): a stop request like the others.
+  sigaction(SIGUSR1, &sa, nullptr);
   return &g_stop;
 }
 

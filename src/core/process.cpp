@@ -127,9 +127,10 @@ void pump_output(const ProcessSpec& spec, pid_t pid, int pipe_out, int pipe_err,
   int open_count = 2;
   char buf[65536];
   bool stop_sent = false;
+  std::string err_line; // stderr not yet ended by a newline (tee_stderr_filter)
   while (open_count > 0) {
     if (spec.stop && !stop_sent && spec.stop->load()) {
-      ::kill(pid, SIGTERM);
+      ::kill(pid, spec.stop_signal);
       stop_sent = true;
     }
     int r = ::poll(fds, 2, spec.stop && !stop_sent ? 200 : -1);
@@ -149,13 +150,28 @@ void pump_output(const ProcessSpec& spec, pid_t pid, int pipe_out, int pipe_err,
         if (i == 0 && spec.capture_stdout) {
           spec.capture_stdout->append(buf, static_cast<size_t>(n));
         }
-        write_all(i == 0 && spec.tee_stdout_fd >= 0 ? spec.tee_stdout_fd : spec.tee_fd, buf, static_cast<size_t>(n));
+        if (i == 1 && spec.tee_stderr_filter) {
+          err_line.append(buf, static_cast<size_t>(n));
+          for (size_t nl; (nl = err_line.find('\n')) != std::string::npos;) {
+            const std::string kept = spec.tee_stderr_filter(err_line.substr(0, nl + 1));
+            write_all(spec.tee_fd, kept.data(), kept.size());
+            err_line.erase(0, nl + 1);
+          }
+        } else {
+          write_all(i == 0 && spec.tee_stdout_fd >= 0 ? spec.tee_stdout_fd : spec.tee_fd, buf,
+                    static_cast<size_t>(n));
+        }
       } else if (n == 0 || (n < 0 && errno != EINTR)) {
         ::close(fds[i].fd);
         fds[i].fd = -1;
         --open_count;
       }
     }
+  }
+  if (spec.tee_stderr_filter) {
+    std::string rest = err_line.empty() ? "" : spec.tee_stderr_filter(err_line);
+    rest += spec.tee_stderr_filter("");
+    write_all(spec.tee_fd, rest.data(), rest.size());
   }
 }
 

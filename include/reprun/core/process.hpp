@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <csignal>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -23,8 +25,15 @@ struct ProcessSpec {
   bool die_with_parent = false;                             // SIGKILL the child when we die (PR_SET_PDEATHSIG)
   bool own_process_group = false;                           // setpgid(0, 0): a terminal's Ctrl-C reaches us,
                                                             // not it (we pass the stop on, once)
-  const std::atomic<bool>* stop = nullptr;                  // once set, the child gets SIGTERM (our SIGTERM
-                                                            // reaches our children this way)
+  const std::atomic<bool>* stop = nullptr;                  // once set, the child gets stop_signal (our
+                                                            // SIGTERM reaches our children this way)
+  // With tee_fd: what of the child's stderr reaches the tee, line by line. Called with each line
+  // (its '\n' included) and returns the text to write then (it may hold lines back and give them
+  // later); called once more with "" at the end, to give back what it still holds. The stderr
+  // file gets every byte regardless.
+  std::function<std::string(const std::string& line)> tee_stderr_filter;
+  int stop_signal = SIGTERM;                                // what `stop` sends (mpirun: SIGUSR1, which it
+                                                            // forwards at once; its SIGTERM kills in 2 s)
 };
 
 struct ProcessResult {
