@@ -24,6 +24,14 @@ mkrun otherformat && json_edit "$T/otherformat/manifest.json" format=mlflow.run/
 expect_error "otherformat/manifest.json: unknown format 'mlflow.run/1'" "$REPRUN" diff "$R/base" "$T/otherformat"
 mkrun emptymanifest && : >"$T/emptymanifest/manifest.json"
 expect_error 'emptymanifest/manifest.json: corrupt manifest' "$REPRUN" diff "$R/base" "$T/emptymanifest"
+# A path given by hand that is no run: an empty file, a folder without a manifest, nothing at all,
+# on either side.
+: >"$T/empty.jsonl"
+expect_error 'empty.jsonl: an empty file' "$REPRUN" diff "$R/base" "$T/empty.jsonl"
+expect_error 'empty.jsonl: an empty file' "$REPRUN" diff "$T/empty.jsonl" "$R/base"
+mkdir "$T/plainfolder"
+expect_error 'plainfolder: not a run directory' "$REPRUN" diff "$R/base" "$T/plainfolder"
+expect_error 'nothere: no such file or directory' "$REPRUN" diff "$T/nothere" "$R/base"
 
 # Step-log lines.
 line negstep '{"step":-2,"loss":0.5}'
