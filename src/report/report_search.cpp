@@ -78,7 +78,8 @@ ojson leaderboard_to_json(const SearchRecord& s) {
 std::string render_leaderboard_text(const SearchRecord& s, bool color) {
   auto bold = [&](const std::string& x) { return color ? "\033[1m" + x + "\033[0m" : x; };
   std::string o;
-  o += bold(fmt::format("SEARCH {}: {} trials, {} ({}), experiment seed {}{}", s.method, s.trial_count, s.metric,
+  o += bold(fmt::format("SEARCH {}: {} trial{}, {} ({}), experiment seed {}{}", s.method, s.trial_count,
+                        s.trial_count == 1 ? "" : "s", s.metric,
                         s.maximize ? "max" : "min", s.experiment_seed, s.complete ? "" : " (incomplete)")) +
        "\n";
   if (s.method == "asha") {

@@ -491,7 +491,8 @@ std::string render_leaderboard_markdown(const SearchRecord& s) {
   const TrialEntry* b = best_trial(s);
   std::string o = b ? fmt::format("### reprun search: best trial {}, {} {}", b->k, s.metric, metric_text(b->metric))
                     : std::string("### reprun search: no trial has a finite metric");
-  o += fmt::format("\n\n{} search, {} trials{}, {} ({}), experiment seed {}", s.method, s.trial_count,
+  o += fmt::format("\n\n{} search, {} trial{}{}, {} ({}), experiment seed {}", s.method, s.trial_count,
+                   s.trial_count == 1 ? "" : "s",
                    s.complete ? "" : " (incomplete)", s.metric, direction(s), s.experiment_seed);
   if (s.method == "asha") {
     o += fmt::format("; rungs (epochs): {}", rungs_text(s));
@@ -571,7 +572,7 @@ std::string render_leaderboard_html(const SearchRecord& s) {
   const std::string css = ".panels{display:flex;flex-wrap:wrap;gap:8px}.panels svg{flex:0 1 440px;min-width:0}"
                           "tr.best{background:#fff4e0}.facts th{text-align:left}.legend .key{margin-right:1.2em;"
                           "white-space:nowrap}ul.best{margin-top:0}";
-  return html_page(fmt::format("reprun search: {}, {} trials", s.method, s.trial_count), body, css);
+  return html_page(fmt::format("reprun search: {}, {} trial{}", s.method, s.trial_count, s.trial_count == 1 ? "" : "s"), body, css);
 }
 
 namespace {
