@@ -222,4 +222,8 @@ expect_error 'bad10.json: search.trials: given twice in one object' "$REPRUN" se
 expect_error "nope/l.html: cannot write the report there: .*nope is not a directory" \
   "$REPRUN" search "$T/random.json" -o "$T/b9" --html "$T/nope/l.html"
 [[ -e $T/b9 ]] && fail "search trained before refusing --html in a missing folder"
+# One trial is "1 trial".
+expect_rc 0 "$REPRUN" search "$T/random.json" -o "$T/one" --set search.trials=1 --markdown "$T/one.md"
+grep -q '^SEARCH random: 1 trial, ' "$T/out" || fail "one-trial header: $(head -1 "$T/out")"
+grep -q 'random search, 1 trial, ' "$T/one.md" || fail "one-trial Markdown: $(head -3 "$T/one.md")"
 pass
