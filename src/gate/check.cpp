@@ -11,6 +11,7 @@
 #include "reprun/record/run_dir.hpp"
 #include "reprun/record/search_dir.hpp"
 #include "reprun/train/backend.hpp"
+#include "reprun/train/config.hpp"
 #include "reprun/train/search_space.hpp"
 
 #include <algorithm>
@@ -260,6 +261,32 @@ CheckRun train_run(const CheckPlan& plan, int i, const std::string& dir,
 
 // A resume variation must stop the run before its last step, or it tests nothing: each step of
 // `resume` is checked against run 1's length before any other run is trained.
+// Every run's config, with its varied keys, checked as train will check it, before run 1 trains:
+// a value that train refuses (accumulation=128 of a batch of 64) is refused now, naming the
+// --vary value, rather than after the runs before it have trained in vain.
+void validate_varied_configs(const CheckPlan& plan, int runs) {
+  if (!plan.accumulation && !plan.eval_batch_size) {
+    return; // the other dimensions are flags, checked when they are parsed
+  }
+  for (int i = 1; i <= runs; ++i) {
+    std::vector<std::string> sets, parts;
+    if (plan.accumulation) {
+      sets.push_back(fmt::format("training.accumulation={}", value_for(plan.accumulation, i)));
+      parts.push_back(fmt::format("accumulation={}", value_for(plan.accumulation, i)));
+    }
+    if (plan.eval_batch_size) {
+      sets.push_back(fmt::format("training.eval_batch_size={}", value_for(plan.eval_batch_size, i)));
+      parts.push_back(fmt::format("eval_batch_size={}", value_for(plan.eval_batch_size, i)));
+    }
+    sets.insert(sets.end(), plan.sets.begin(), plan.sets.end());
+    try {
+      load_config_file(plan.config, sets);
+    } catch (const Error& e) {
+      throw Error(fmt::format("--vary {} (run-{})", fmt::join(parts, " "), i), e.what());
+    }
+  }
+}
+
 void require_resume_before_end(const Dim& resume, const CheckRun& first) {
   const long last = RunDir::open(first.dir).read_summary().value("steps", 0L);
   for (long step : resume.values) {
@@ -439,6 +466,7 @@ CheckResult run_check(const CheckOptions& opt) {
   res.config = opt.config;
   res.vary = opt.vary;
   res.work_dir = opt.work_dir;
+  validate_varied_configs(plan, runs);
   const auto dirs = plan_run_dirs(res.work_dir, runs, "check");
   for (int i = 1; i <= runs; ++i) {
     res.runs.push_back(train_run(plan, i, dirs[static_cast<size_t>(i - 1)], note));

@@ -18,6 +18,11 @@ grep -q "killed after step $((last - 1)) and resumed -> complete" "$T/out" || fa
 # More threads than the machine has cores is a valid variation; more than reprun allows is not.
 expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/many" --vary threads=1,$(($(nproc) * 4)) -q
 expect_error "--vary threads=1,2000: 2000 threads: at most 1024" "$REPRUN" check "$T/c.json" --vary threads=1,2000 -q
+# A varied value that train would refuse is refused before run 1 trains, naming the value.
+bs=$(json_get "$T/c.json" training.batch_size)
+expect_error "--vary accumulation=$((bs * 2)) \(run-2\): .*training.accumulation: must not exceed training.batch_size" \
+  "$REPRUN" check "$T/c.json" -o "$T/badacc" --vary accumulation=1,$((bs * 2)) -q
+[[ -e $T/badacc ]] && fail "check trained run 1 before refusing accumulation=$((bs * 2))"
 
 # Threads the system cannot create: exit 2 with the reason, for train and for check (not a crash).
 # The limit on address space leaves no room for 1024 thread stacks; a sanitizer build reserves
