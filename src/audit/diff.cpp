@@ -75,11 +75,6 @@ void open_side(const std::string& path, RunSide& side, std::vector<std::string>&
   if (!fs::exists(path, ec)) {
     throw Error(path, "no such file or directory (expected a run directory or a steps.jsonl file)");
   }
-  if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) == 0 && !ec) {
-    // A bare log is named by hand: an empty one is a wrong path or a copy that failed, not a run
-    // that stopped before its first step (a run directory says that itself).
-    throw Error(path, "an empty file (expected a run directory or a steps.jsonl file with at least one record)");
-  }
   side.steps_path = path;
 }
 

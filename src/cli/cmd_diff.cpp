@@ -10,6 +10,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fmt/format.h>
 
 #include <iostream>
@@ -70,6 +71,15 @@ int run(const DiffFlags& f) {
       std::cout << d.verdict << "\n";
     }
     return d.identical ? 0 : 1;
+  }
+  namespace fs = std::filesystem;
+  for (const std::string& p : {f.a, f.b}) {
+    // A bare log named on the command line: an empty file is a wrong path or a copy that failed,
+    // not a run that stopped before its first step (a run directory says that itself).
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec) && fs::file_size(p, ec) == 0 && !ec) {
+      throw Error(p, "an empty file (expected a run directory or a steps.jsonl file with at least one record)");
+    }
   }
   DiffResult r = diff_runs(f.a, f.b, opt);
   if (f.out.empty()) {

@@ -229,6 +229,24 @@ RunDir RunDir::create(const std::string& path) {
   return RunDir(path);
 }
 
+RunDir RunDir::create_in_new_or_empty(const std::string& path) {
+  std::error_code ec;
+  if (!holds_run(path) && fs::is_directory(path, ec)) {
+    for (const auto& e : fs::directory_iterator(path, ec)) {
+      const std::string n = e.path().filename().string();
+      std::error_code ec2;
+      const bool leftover = n == name(RunFile::lock) ||
+                            (n == k_checkpoint_dir && e.is_directory(ec2) && fs::is_empty(e.path(), ec2));
+      if (!leftover) {
+        throw Error(path, fmt::format("not empty and not a run directory (it holds {}); choose a new or empty "
+                                      "folder for -o",
+                                      n));
+      }
+    }
+  }
+  return create(path);
+}
+
 RunDir RunDir::open(const std::string& path) {
   std::string manifest = join(path, name(RunFile::manifest));
   refuse_link(manifest);

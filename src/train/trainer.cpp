@@ -344,7 +344,7 @@ void require_checkpoint(const RunDir& source, long step) {
 RunLock resume_or_start(Session& s) {
   const TrainOptions& opt = s.opt;
   if (!s.resuming) {
-    s.run = RunDir::create(opt.out_dir.empty() ? default_run_dir(opt.config_path) : opt.out_dir);
+    s.run = RunDir::create_in_new_or_empty(opt.out_dir.empty() ? default_run_dir(opt.config_path) : opt.out_dir);
     RunLock lock = s.run->lock();
     s.manifest = build_manifest(opt, s.cfg, s.config_text_digest, s.data, s.plan, *s.model, *s.backend);
     open_logs_then_manifest(s);
@@ -356,7 +356,7 @@ RunLock resume_or_start(Session& s) {
     const auto kept = s.source->checkpoints();
     from = opt.from_step >= 0 ? opt.from_step : kept.empty() ? 0 : kept.front().step;
     require_checkpoint(*s.source, from);
-    s.run = RunDir::create(opt.out_dir);
+    s.run = RunDir::create_in_new_or_empty(opt.out_dir);
   } else {
     s.run = *s.source;
   }

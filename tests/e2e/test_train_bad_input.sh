@@ -102,4 +102,13 @@ python3 -c 'import json, sys; p = sys.argv[1]; d = json.load(open(p)); d["steps"
   "$T/edited/summary.json"
 expect_error 'edited/summary.json: corrupt summary: "steps" is "many", expected an integer' "$REPRUN" train --resume "$T/edited"
 expect_error 'edited/summary.json: corrupt summary: "steps" is "many", expected an integer' "$REPRUN" diff "$T/done" "$T/edited"
+# -o: a folder holding files that are not a run is refused, untouched; an empty one, or one left by
+# a run that never started (.lock, an empty checkpoints/), is used.
+mkdir "$T/mine" && echo "my notes" >"$T/mine/steps.jsonl"
+expect_error 'mine: not empty and not a run directory \(it holds steps.jsonl\)' "$REPRUN" train "$EX/quickstart.json" \
+  -o "$T/mine" -q --set training.epochs=1
+[[ $(cat "$T/mine/steps.jsonl") == "my notes" && $(ls -A "$T/mine") == steps.jsonl ]] || fail "-o wrote into a foreign folder"
+mkdir -p "$T/empty" "$T/left/checkpoints" && touch "$T/left/.lock"
+expect_rc 0 "$REPRUN" train "$EX/quickstart.json" -o "$T/empty" -q --set training.epochs=1
+expect_rc 0 "$REPRUN" train "$EX/quickstart.json" -o "$T/left" -q --set training.epochs=1
 pass

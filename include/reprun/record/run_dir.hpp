@@ -108,6 +108,10 @@ public:
   // A new run directory at `path` (created with its checkpoints/ folder). Throws Error when it
   // already holds a run, or cannot be created.
   static RunDir create(const std::string& path);
+  // create() for a path the user named (train -o): also refuses an existing folder that holds
+  // anything but what a run that never started leaves (.lock, an empty checkpoints/), so that no
+  // file of the user's is overwritten or mixed into a run.
+  static RunDir create_in_new_or_empty(const std::string& path);
   // An existing run directory. Throws Error naming `path` when it holds no manifest.
   static RunDir open(const std::string& path);
   // True when `path` is a directory holding a manifest.
