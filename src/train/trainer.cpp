@@ -383,6 +383,12 @@ RunLock resume_or_start(Session& s) {
   s.run->truncate_logs_to(s.start_step);
   if (s.forking) {
     s.manifest["forked_from"] = {{"run", s.source->path()}, {"step", s.start_step}};
+    if (s.manifest.contains("search")) {
+      // A fork of a search trial is no trial of that search: the trial's facts say where its
+      // values came from, under forked_from.
+      s.manifest["forked_from"]["search"] = s.manifest["search"];
+      s.manifest.erase("search");
+    }
     s.manifest["resumes"] = ojson::array();
   }
   const World& world = opt.world ? *opt.world : real_world();

@@ -226,4 +226,12 @@ expect_error "nope/l.html: cannot write the report there: .*nope is not a direct
 expect_rc 0 "$REPRUN" search "$T/random.json" -o "$T/one" --set search.trials=1 --markdown "$T/one.md"
 grep -q '^SEARCH random: 1 trial, ' "$T/out" || fail "one-trial header: $(head -1 "$T/out")"
 grep -q 'random search, 1 trial, ' "$T/one.md" || fail "one-trial Markdown: $(head -3 "$T/one.md")"
+# A fork of a trial is no trial: its manifest's search facts move under forked_from.
+expect_rc 0 "$REPRUN" train --resume "$T/one/trial-0000" -o "$T/fork" -q
+python3 - "$T/fork/manifest.json" <<'PY' || fail "the fork of a trial: $(head -c 600 "$T/fork/manifest.json")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert "search" not in m, "the fork claims to be a search trial"
+assert m["forked_from"]["search"]["trial"] == 0, m["forked_from"]
+PY
 pass
