@@ -7,6 +7,7 @@ import json
 import operator
 import os
 import sys
+import warnings
 import weakref
 
 from .fingerprint import Fingerprinter
@@ -246,7 +247,6 @@ class Capture:
             # Models that were never called as modules (functional use): name them from the heap, once.
             self.scanned_gc = True
             import gc
-            import warnings
 
             with warnings.catch_warnings():  # isinstance() on some heap objects warns (torch.distributed.reduce_op)
                 warnings.simplefilter("ignore")
@@ -324,8 +324,10 @@ class Capture:
             "warn_only": attr(torch.is_deterministic_algorithms_warn_only_enabled),
             "cudnn_deterministic": attr(lambda: bool(torch.backends.cudnn.deterministic)),
             "cudnn_benchmark": attr(lambda: bool(torch.backends.cudnn.benchmark)),
-            "cuda_matmul_allow_tf32": attr(lambda: bool(torch.backends.cuda.matmul.allow_tf32)),
-            "cudnn_allow_tf32": attr(lambda: bool(torch.backends.cudnn.allow_tf32)),
+            "cuda_matmul_allow_tf32": _allow_tf32(torch, "cuda.matmul", "cuda.matmul"),
+            "cudnn_allow_tf32": _allow_tf32(torch, "cudnn.conv", "cudnn"),
+            "cuda_matmul_fp32_precision": attr(lambda: str(torch.backends.cuda.matmul.fp32_precision)),
+            "cudnn_conv_fp32_precision": attr(lambda: str(torch.backends.cudnn.conv.fp32_precision)),
             "float32_matmul_precision": attr(torch.get_float32_matmul_precision),
             "intra_op_threads": attr(torch.get_num_threads),
             "inter_op_threads": attr(torch.get_num_interop_threads),
@@ -394,6 +396,24 @@ def _attr(get, default=None):
         return get()
     except Exception:
         return default
+
+
+def _allow_tf32(torch, new_api, legacy):
+    """Whether TF32 is allowed (torch.backends.<legacy>.allow_tf32), never warning or raising into the
+    user's program. Torch 2.7 and later also have torch.backends.<new_api>.fp32_precision: where
+    that says "tf32" or "ieee" it answers, since reading the legacy flag then warns that it is
+    deprecated, or raises that the two APIs were mixed; its "none" leaves the legacy flag in force."""
+    def lookup(path):
+        obj = torch.backends
+        for part in path.split("."):
+            obj = getattr(obj, part)
+        return obj
+    precision = _attr(lambda: str(lookup(new_api).fp32_precision))
+    if precision in ("tf32", "ieee"):
+        return precision == "tf32"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _attr(lambda: bool(lookup(legacy).allow_tf32))
 
 
 def _fill_uninitialized(torch):

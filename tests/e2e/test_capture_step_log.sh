@@ -89,4 +89,26 @@ cmp "$T/expected.jsonl" "$T/steps.jsonl" >/dev/null ||
 grep -q '"odd \\"name\\" %s \\\\ \\u00e9.weight"' "$T/steps.jsonl" || fail "the escaped name is not in the log"
 grep -q '"param_groups.1.0"' "$T/steps.jsonl" || fail "no unnamed parameter in the log"
 grep -q '"loss":"NaN"' "$T/steps.jsonl" || fail "no NaN loss in the log"
+# TF32 on torch 2.7 and later: where fp32_precision is "tf32" or "ieee" it answers, and the legacy
+# allow_tf32 flag, whose reading then warns or raises ("mix of legacy and new APIs"), is not read;
+# nothing is raised or warned into the program. Torch 1.13 has no fp32_precision: the flag answers.
+PYTHONPATH="$PKG" "$PY" - >"$T/tf32" 2>&1 <<'PY' || fail "TF32 facts: $(cat "$T/tf32")"
+import types, warnings
+import torch
+from reprun_capture import capture
+class Legacy:
+    @property
+    def allow_tf32(self):
+        warnings.warn("Please use the new API settings to control TF32 behavior")
+        raise RuntimeError("you have used mix of legacy and new APIs to set the TF32 status")
+fake = types.SimpleNamespace(backends=types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=Legacy())))
+with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    for precision, want in (("ieee", False), ("tf32", True), ("none", None)):
+        Legacy.fp32_precision = precision
+        got = capture._allow_tf32(fake, "cuda.matmul", "cuda.matmul")
+        assert got is want, (precision, got)
+    assert capture._allow_tf32(torch, "cuda.matmul", "cuda.matmul") is bool(torch.backends.cuda.matmul.allow_tf32)
+PY
+
 pass
