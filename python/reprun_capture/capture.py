@@ -317,20 +317,27 @@ class Capture:
 
     # ---- framework facts ----------------------------------------------------------------------
     def determinism_state(self):
+        """Each flag, or None where this torch lacks it or reading it fails; reading never warns into
+        the user's output (a deprecated flag of torch 2.x warns when read)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return self._determinism_state()
+
+    def _determinism_state(self):
         torch = self.torch
         attr = _attr
         return {
-            "use_deterministic_algorithms": attr(torch.are_deterministic_algorithms_enabled),
-            "warn_only": attr(torch.is_deterministic_algorithms_warn_only_enabled),
+            "use_deterministic_algorithms": attr(lambda: torch.are_deterministic_algorithms_enabled()),
+            "warn_only": attr(lambda: torch.is_deterministic_algorithms_warn_only_enabled()),
             "cudnn_deterministic": attr(lambda: bool(torch.backends.cudnn.deterministic)),
             "cudnn_benchmark": attr(lambda: bool(torch.backends.cudnn.benchmark)),
             "cuda_matmul_allow_tf32": _allow_tf32(torch, "cuda.matmul", "cuda.matmul"),
             "cudnn_allow_tf32": _allow_tf32(torch, "cudnn.conv", "cudnn"),
             "cuda_matmul_fp32_precision": attr(lambda: str(torch.backends.cuda.matmul.fp32_precision)),
             "cudnn_conv_fp32_precision": attr(lambda: str(torch.backends.cudnn.conv.fp32_precision)),
-            "float32_matmul_precision": attr(torch.get_float32_matmul_precision),
-            "intra_op_threads": attr(torch.get_num_threads),
-            "inter_op_threads": attr(torch.get_num_interop_threads),
+            "float32_matmul_precision": attr(lambda: torch.get_float32_matmul_precision()),
+            "intra_op_threads": attr(lambda: torch.get_num_threads()),
+            "inter_op_threads": attr(lambda: torch.get_num_interop_threads()),
             "fill_uninitialized_memory": attr(_fill_uninitialized(torch)),
         }
 
