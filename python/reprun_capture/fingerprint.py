@@ -29,13 +29,23 @@ _INT_VIEW = {}  # float dtype -> int dtype of the same size, filled on first use
 
 
 def _int_view_dtype(torch, dtype):
+    """The integer dtype of dtype's size to read its bits through, for floating-point dtypes and the
+    2.x dtypes that have no arithmetic (float8_*, float4_*, bits*): None for integers and bool."""
     if not _INT_VIEW:
         _INT_VIEW.update({torch.float64: torch.int64, torch.float32: torch.int32, torch.float16: torch.int16,
                           torch.bfloat16: torch.int16})
-        for name, int_name in (("float8_e4m3fn", "uint8"), ("float8_e5m2", "uint8")):
-            if hasattr(torch, name):
-                _INT_VIEW[getattr(torch, name)] = getattr(torch, int_name)
-    return _INT_VIEW.get(dtype)
+    if dtype in _INT_VIEW:
+        return _INT_VIEW[dtype]
+    view = None
+    name = str(dtype).replace("torch.", "")
+    if name.startswith(("float", "bits")) or getattr(dtype, "is_floating_point", False):
+        try:  # dtype.itemsize is 2.1 and later
+            size = torch.empty((), dtype=dtype, device="meta").element_size()
+            view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(size)
+        except Exception:
+            view = None
+    _INT_VIEW[dtype] = view
+    return view
 
 
 _LIB = []  # [] not loaded yet; [None] missing; [ctypes.CDLL]
@@ -82,13 +92,32 @@ def _native_xxh3_many():
     return _NATIVE_MANY[0]
 
 
+def _data_ptr(t):
+    """t.data_ptr(), or None for a tensor without plain storage (a subclass such as DTensor raises)."""
+    try:
+        return t.data_ptr()
+    except Exception:
+        return None
+
+
 def _header(t):
     return f"{str(t.dtype).replace('torch.', '')}{list(t.shape)}".encode()
 
 
 def _plain(torch, t):
-    """A detached, contiguous, real-valued view of t's values (complex as pairs), or None."""
-    if t.is_sparse or getattr(t, "is_quantized", False) or t.device.type == "meta":
+    """A detached, contiguous, real-valued view of t's values (complex as pairs), or None for what has
+    no plain values to read: sparse and other non-strided layouts, nested, quantized and meta tensors,
+    and subclasses with their own __torch_dispatch__ (FakeTensor, functional tensors; a DTensor is read
+    through its local shard)."""
+    if type(t).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__:
+        to_local = getattr(t, "to_local", None)  # DTensor: this process's shard
+        if not callable(to_local):
+            return None
+        t = to_local()
+        if not isinstance(t, torch.Tensor) or type(t).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__:
+            return None
+    if (t.layout != torch.strided or t.is_sparse or getattr(t, "is_nested", False)
+            or getattr(t, "is_quantized", False) or t.device.type == "meta"):
         return None
     t = t.detach()
     if t.is_complex():
@@ -160,24 +189,30 @@ class Fingerprinter:
         sums = {}  # device -> [(position, header, 0-dim sum)]
         with torch.no_grad():
             for i, t in enumerate(tensors):
-                plain = _plain(torch, t)
-                if plain is None:
-                    out[i] = "-"
-                elif plain.device.type == "cpu" and not self.force_device_method:
-                    header = _header(t)
-                    if xxh3 is not None:
-                        size = plain.numel() * plain.element_size()
-                        out[i] = "x%016x" % xxh3(plain.data_ptr() if size else None, size, zlib.crc32(header))
+                try:  # a tensor that cannot be read is "-", never an error in the user's program
+                    plain = _plain(torch, t)
+                    if plain is None:
+                        out[i] = "-"
+                    elif plain.device.type == "cpu" and not self.force_device_method:
+                        header = _header(t)
+                        if xxh3 is not None:
+                            size = plain.numel() * plain.element_size()
+                            out[i] = "x%016x" % xxh3(plain.data_ptr() if size else None, size, zlib.crc32(header))
+                        else:
+                            out[i] = "c%08x" % zlib.crc32(header, _crc(torch, plain))
+                    elif plain.numel() == 0:
+                        out[i] = "d%08x" % zlib.crc32(_header(t))
                     else:
-                        out[i] = "c%08x" % zlib.crc32(header, _crc(torch, plain))
-                elif plain.numel() == 0:
-                    out[i] = "d%08x" % zlib.crc32(_header(t))
-                else:
-                    sums.setdefault(str(plain.device), []).append((i, _header(t), self._device_sum(plain)))
+                        sums.setdefault(str(plain.device), []).append((i, _header(t), self._device_sum(plain)))
+                except Exception:
+                    out[i] = "-"
             for items in sums.values():
-                values = torch.stack([s for _, _, s in items]).tolist()
+                try:
+                    values = torch.stack([s for _, _, s in items]).tolist()
+                except Exception:
+                    values = ["-"] * len(items)
                 for (i, header, _), v in zip(items, values):
-                    out[i] = "d%08x%016x" % (zlib.crc32(header), v & 0xFFFFFFFFFFFFFFFF)
+                    out[i] = v if v == "-" else "d%08x%016x" % (zlib.crc32(header), v & 0xFFFFFFFFFFFFFFFF)
         return out
 
     def one(self, t):
@@ -218,7 +253,9 @@ class FixedTensors:
         self.devices = {str(t.device) for t in self.tensors}
         for i, t in enumerate(self.tensors):
             if (t.layout == self.fp.torch.strided and t.device.type == "cpu" and not t.is_complex()
-                    and not getattr(t, "is_quantized", False) and t.is_contiguous()):
+                    and type(t).__torch_dispatch__ is self.fp.torch.Tensor.__torch_dispatch__
+                    and not getattr(t, "is_quantized", False) and not getattr(t, "is_nested", False)
+                    and t.is_contiguous() and _data_ptr(t) is not None):
                 j = len(self._native)
                 size = t.numel() * t.element_size()
                 self._data[j] = t.data_ptr() if size else None
@@ -233,7 +270,7 @@ class FixedTensors:
         if many is None or self.fp.force_device_method:
             self.devices = {str(t.device) for t in self.tensors}
             return self.fp.many(self.tensors)
-        keys = [(t.data_ptr(), t.shape, t.stride(), t.dtype, t.device) for t in self._strided]
+        keys = [(_data_ptr(t), t.shape, t.stride(), t.dtype, t.device) for t in self._strided]
         if keys != self._keys:
             self._prepare(keys)
         k = len(self._native)

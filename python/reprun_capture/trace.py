@@ -107,13 +107,12 @@ class OpTracer:
         atexit.register(lambda: self.end("exit", exit_process=False))
 
     def _storage(self, t):
+        """The address of t's storage, or None (no plain storage: sparse, nested, FakeTensor, DTensor)."""
+        if type(t).__torch_dispatch__ is not self.torch.Tensor.__torch_dispatch__ or t.layout != self.torch.strided:
+            return None
         try:
-            return t.untyped_storage().data_ptr()
-        except AttributeError:
-            try:
-                return t.storage().data_ptr()
-            except Exception:
-                return None
+            get = getattr(t, "untyped_storage", None) or t.storage  # untyped_storage: torch >= 2.0
+            return get().data_ptr()
         except Exception:
             return None
 
@@ -140,8 +139,11 @@ class OpTracer:
         try:
             leaves, tin = self._tensors((args, kwargs))
             fin = cap.fp.many(tin)
-            src = [self.writer.get(self._storage(t), -1) for t in tin]
+            src = [self.writer.get(self._storage(t), -1) for t in tin]  # no storage (None): never written
             other = "|".join(_plain_repr(self.torch, x) for x in leaves if not isinstance(x, self.torch.Tensor))
+        except Exception as e:  # never the user's error: report it once and trace no further
+            self._broken(e)
+            return func(*args, **kwargs)
         finally:
             cap.busy = False
         out = func(*args, **kwargs)
@@ -149,16 +151,18 @@ class OpTracer:
         try:
             _, tout = self._tensors(out)
             fout = None if name in UNINITIALIZED_OPS or name.startswith("profiler.") else cap.fp.many(tout)
-            for t in tout:
-                self.writer[self._storage(t)] = i
+            written = list(tout)
             schema = getattr(func, "_schema", None)
             if schema is not None:
                 for pos, a in enumerate(schema.arguments):
                     if a.alias_info is None or not a.alias_info.is_write:
                         continue
                     value = args[pos] if pos < len(args) else kwargs.get(a.name)
-                    for t in self._tensors(value)[1]:
-                        self.writer[self._storage(t)] = i
+                    written += self._tensors(value)[1]
+            for t in written:
+                key = self._storage(t)
+                if key is not None:  # tensors without storage (FakeTensor, sparse) would share None
+                    self.writer[key] = i
             device = str((tin or tout)[0].device) if (tin or tout) else ""
             fn, where = self.lines.find(sys._getframe(1))
             module, module_type = cap.current_module()
@@ -166,9 +170,24 @@ class OpTracer:
                    "func": fn, "where": where, "device": device, "in": fin, "src": src, "args": crc_text(other),
                    "out": fout}
             self.out.write(json.dumps(rec, separators=(",", ":")) + "\n")
+        except Exception as e:
+            self._broken(e)
         finally:
             cap.busy = False
         return out
+
+    def _broken(self, e):
+        """Our own failure in an op: reported on stderr; the trace stops without its end line, so that
+        reprun reads it as cut short, and the program goes on untraced."""
+        if not self.ended:
+            print(f"reprun: op trace stopped at op {self.n - 1}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        self.ended = True
+        if self.out is not None:
+            try:
+                self.out.close()
+            except Exception:
+                pass
+            self.out = None
 
     def after_step(self, step):
         if self.out is not None and self.cap.trace_steps and step >= self.cap.trace_steps:
