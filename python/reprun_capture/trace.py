@@ -99,6 +99,11 @@ class OpTracer:
         tracer = self
 
         class _ReprunOpTrace(TorchDispatchMode):
+            # torch 2.x: a higher-order operator (torch.cond, flex_attention, ...) run eagerly under a
+            # mode without this raises "no rule registered for HOP"; here it is recorded as one op
+            # (its inner ops untraced) and run as it would be without the mode.
+            supports_higher_order_operators = True
+
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 return tracer.dispatch(func, args, kwargs or {})
 
