@@ -26,16 +26,21 @@ def resolve(name):
     return getattr(getattr(getattr(torch.ops, namespace), op), overload)
 
 
+NUMPY_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+                torch.float32, torch.float64)
+
+
 def fingerprint(out):
     h = hashlib.sha256()
     for x in out if isinstance(out, (list, tuple)) else [out]:
         if isinstance(x, torch.Tensor):
             x = x.detach().cpu().contiguous()
+            dtype = x.dtype
             if x.is_complex():
                 x = torch.view_as_real(x)
-            if x.dtype == torch.bfloat16:
-                x = x.view(torch.int16)
-            h.update(str(x.dtype).encode() + str(list(x.shape)).encode() + x.numpy().tobytes())
+            if x.dtype not in NUMPY_DTYPES:  # bfloat16, and torch 2.x's float8_*, uint16/32/64, bits*
+                x = x.view({{1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}}[x.element_size()])
+            h.update(str(dtype).encode() + str(list(x.shape)).encode() + x.numpy().tobytes())
         else:
             h.update(repr(x).encode())
     return h.hexdigest()

@@ -5,7 +5,7 @@
 # raises and one missing from torch are recorded (null where unreadable) with no warning into the
 # program (warnings are errors here); an optimizer step already wrapped (as torch 2.x's
 # profile_hook_step does it) or wrapped again after the capture, and an LR scheduler's wrapper, count
-# one step per step in the step log.
+# one step per step in the step log; repro.py's fingerprint reads every dtype.
 source "$(dirname "$0")/lib.sh"
 PY=$(python_with torch) || skip "no python3 with torch (apt-get install python3-torch)"
 PKG="$(dirname "$REPRUN")/python"
@@ -117,6 +117,17 @@ with tempfile.TemporaryDirectory() as d:
         ops = [json.loads(l) for l in f]
     assert ops[-1].get("end") == "exit", ops[-1]
     assert any("-" in (o.get("in") or []) for o in ops), "no op recorded an unreadable input"
+# repro.py's output fingerprint reads every dtype (those numpy lacks through an integer view) and
+# keeps the dtype in it.
+import runpy
+from reprun_capture.repro import write_repro
+with tempfile.TemporaryDirectory() as d:
+    write_repro(os.path.join(d, "repro.py"), op="aten.add.Tensor", where="t.py:1", func="f", device="cpu",
+                fix="", threads="")
+    rfp = runpy.run_path(os.path.join(d, "repro.py"), run_name="repro")["fingerprint"]
+for t in (a, a.double(), a.half(), a.bfloat16(), a > 0, a.long(), torch.complex(a, a), torch.zeros(0), chalf):
+    assert len(rfp(t)) == 64, t.dtype
+assert rfp(a.bfloat16()) != rfp(a.bfloat16().view(torch.int16)), "the dtype is not part of repro's fingerprint"
 print("torch 2.x compat ok")
 PYEOF
 pass
