@@ -259,8 +259,6 @@ CheckRun train_run(const CheckPlan& plan, int i, const std::string& dir,
   return run;
 }
 
-// A resume variation must stop the run before its last step, or it tests nothing: each step of
-// `resume` is checked against run 1's length before any other run is trained.
 // Every run's config, with its varied keys, checked as train will check it, before run 1 trains:
 // a value that train refuses (accumulation=128 of a batch of 64) is refused now, naming the
 // --vary value, rather than after the runs before it have trained in vain.
@@ -287,6 +285,8 @@ void validate_varied_configs(const CheckPlan& plan, int runs) {
   }
 }
 
+// A resume variation must stop the run before its last step, or it tests nothing: each step of
+// `resume` is checked against run 1's length before any other run is trained.
 void require_resume_before_end(const Dim& resume, const CheckRun& first) {
   const long last = RunDir::open(first.dir).read_summary().value("steps", 0L);
   for (long step : resume.values) {
