@@ -75,6 +75,12 @@ public:
     wait(&r, 1, root);
   }
 
+  void barrier() override {
+    MPI_Request r;
+    check(MPI_Ibarrier(MPI_COMM_WORLD, &r), 0);
+    wait(&r, 1, 0);
+  }
+
   template <class Start> int posted(int peer, Start&& start) {
     m_requests.emplace_back();
     m_peers.push_back(peer);

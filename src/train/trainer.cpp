@@ -483,7 +483,7 @@ public:
     m_res.run_dir = s.run ? s.run->path() : "";
     m_res.status = "running";
     m_res.steps = s.start_step;
-    if (s.start_step > 0) {
+    if (s.start_step > 0 && s.run) { // ranks other than 0 hold no run directory (s.run is empty)
       metrics_from_logs(*s.run, m_res);
     }
   }
@@ -741,8 +741,7 @@ TrainResult run_training(const TrainOptions& opt) {
   if (s.ranks) {
     s.writer = s.ranks->rank() == 0;
     s.chain = std::make_unique<RankChain>(*s.ranks, *s.model, *s.runner);
-    int ready = 0; // every rank has read the run before rank 0 changes it
-    s.ranks->broadcast(&ready, sizeof ready, 0);
+    s.ranks->barrier(); // every rank has read the run before rank 0 changes it (a broadcast would not wait)
   }
   std::optional<RunLock> lock;
   if (s.writer) {

@@ -106,6 +106,19 @@ public:
     }
   }
 
+  void barrier() override {
+    const int tag = (1 << 30) + m_rounds++;
+    int token = 0;
+    if (m_rank == 0) {
+      for (int r = 1; r < m_size; ++r) {
+        wait(post_recv(&token, sizeof token, r, tag));
+      }
+    } else {
+      post_send(&token, sizeof token, 0, tag);
+    }
+    broadcast(&token, sizeof token, 0);
+  }
+
 private:
   struct Pending {
     void* buf;

@@ -26,8 +26,11 @@ public:
   virtual void wait(int id) = 0;
   // Waits for every operation posted since the last wait_all.
   virtual void wait_all() = 0;
-  // A broadcast, waited for.
+  // A broadcast, waited for. The root may return before the others have received it (MPI sends a
+  // small message eagerly): it is no barrier.
   virtual void broadcast(void* buf, size_t bytes, int root) = 0;
+  // Returns once every rank has called it.
+  virtual void barrier() = 0;
 };
 
 // The MPI world when this process was started by an MPI launcher (mpirun, srun) with more than
