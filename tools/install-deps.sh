@@ -2,7 +2,7 @@
 # Installs the Debian packages reprun needs, and only those that are missing.
 # Usage: tools/install-deps.sh [build|test|ci|bench|fuzz]   (each level includes the ones before it;
 # ci adds the optional peers that tests skip without: chromium for the HTML report test, PyTorch
-# for the exec example)
+# and a threaded BLAS for the exec examples)
 set -euo pipefail
 level=${1:-build}
 # openmpi-bin and libopenmpi-dev: data-parallel training over MPI ranks (docs/scaling.md).
@@ -12,7 +12,10 @@ if [[ $level == test || $level == ci || $level == bench ]]; then
   pkgs+=(python3 python3-numpy)
 fi
 if [[ $level == ci || $level == bench ]]; then
-  pkgs+=(chromium python3-torch)
+  # libopenblas0-pthread: the threaded BLAS python3-torch recommends (apt's --no-install-recommends
+  # leaves it out); without it torch's matmul runs on the reference BLAS, one thread whatever
+  # OMP_NUM_THREADS says, and the exec tests of thread-dependent ops have nothing to find.
+  pkgs+=(chromium python3-torch libopenblas0-pthread)
 fi
 if [[ $level == fuzz ]]; then
   pkgs+=(clang libclang-rt-14-dev)
