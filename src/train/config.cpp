@@ -279,6 +279,7 @@ void parse_data(const ojson& o, const std::string& src, DataConfig& d) {
   } else if (d.kind == "csv") {
     d.path = s.string("path", "", true);
     d.label_column = s.integer("label_column", -1, -100'000, 100'000);
+    d.label_column_given = given("label_column");
     const ojson* h = s.find("header");
     if (h) {
       if (h->is_boolean()) {

@@ -142,6 +142,9 @@ Dataset parse_csv(const std::vector<std::pair<std::string, std::string>>& texts,
           }
           if (d.label_name.empty()) {
             d.label_name = std::string(trim(fields[static_cast<size_t>(label)]));
+            for (auto f : fields) {
+              d.column_names.emplace_back(trim(f));
+            }
           }
           continue;
         }

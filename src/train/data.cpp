@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
+#include <map>
 
 namespace reprun {
 
@@ -127,10 +128,96 @@ std::vector<long> count_classes(const Dataset& d) {
   return counts;
 }
 
+// Counts of the values of feature `f` when every one is a non-negative integer and there are at
+// most `most` distinct ones; empty otherwise (the scan stops at the first value that rules it out).
+std::map<long, long> small_integer_values(const Dataset& d, long f, size_t most) {
+  std::map<long, long> counts;
+  for (long i = 0; i < d.n; ++i) {
+    const float v = d.x[static_cast<size_t>(i * d.features + f)];
+    if (!(v >= 0.0f) || v > 1e5f || v != std::floor(v)) {
+      return {};
+    }
+    if (++counts[static_cast<long>(v)] == 1 && counts.size() > most) {
+      return {};
+    }
+  }
+  return counts;
+}
+
+// "column 3 \"weekday\"" (1-based, with its header name when there is one).
+std::string column_phrase(const Dataset& d, long column) {
+  const auto c = static_cast<size_t>(column);
+  return fmt::format("column {}{}", column + 1,
+                     c < d.column_names.size() && !d.column_names[c].empty() ? " \"" + d.column_names[c] + "\"" : "");
+}
+
+// A label column that reads like a feature, beside a feature that reads like a label: the label
+// column's largest class holds most rows, some of its classes are rare (under 1% of the rows), and
+// it has more classes than another column whose values are few non-negative integers, each held by
+// a fair share of the rows (within half to twice an even split), as a label's are. A pixel of an
+// image taken for the label (the label is the first column) looks like this. A real imbalanced
+// label rarely does: a binary one never (the other column would need fewer than two values), nor
+// one whose rarest class holds 1% of the rows or more. Only for the default label column: a column
+// the config names is trusted. Returns "" or the refusal.
+std::string feature_like_label(const Dataset& d) {
+  long top = 0, rarest = d.n, distinct = 0;
+  for (long c : d.class_counts) {
+    if (c > 0) {
+      top = std::max(top, c);
+      rarest = std::min(rarest, c);
+      ++distinct;
+    }
+  }
+  if (distinct < 3 || 2 * top < d.n || 100 * rarest >= d.n) {
+    return "";
+  }
+  long best = -1;
+  double best_spread = 0;
+  std::map<long, long> best_counts;
+  for (long f = 0; f < d.features; ++f) {
+    auto counts = small_integer_values(d, f, static_cast<size_t>(distinct - 1));
+    if (counts.size() < 2) {
+      continue;
+    }
+    const double even = static_cast<double>(d.n) / static_cast<double>(counts.size());
+    long lo = d.n, hi = 0;
+    for (const auto& [value, n] : counts) {
+      lo = std::min(lo, n);
+      hi = std::max(hi, n);
+    }
+    if (lo < 0.5 * even || hi > 2.0 * even) {
+      continue;
+    }
+    const double spread = static_cast<double>(hi) / static_cast<double>(lo);
+    if (best < 0 || spread < best_spread) {
+      best = f;
+      best_spread = spread;
+      best_counts = std::move(counts);
+    }
+  }
+  if (best < 0) {
+    return "";
+  }
+  const long column = best < d.label_column ? best : best + 1; // the label column is not among the features
+  long lo = d.n, hi = 0;
+  for (const auto& [value, n] : best_counts) {
+    lo = std::min(lo, n);
+    hi = std::max(hi, n);
+  }
+  const auto top_class = std::max_element(d.class_counts.begin(), d.class_counts.end()) - d.class_counts.begin();
+  return fmt::format("{} (the default data.label_column, the last) looks like a feature, not a label: its class {} "
+                     "holds {} of {} rows and others as few as {}, while {} has {} values held by {} to {} rows each, "
+                     "as a label column has; if {} is the label, set data.label_column to {}; to train on {} as it "
+                     "is, give data.label_column ({})",
+                     column_phrase(d, d.label_column), top_class, top, d.n, rarest, column_phrase(d, column),
+                     best_counts.size(), lo, hi, column_phrase(d, column), column, column_phrase(d, d.label_column),
+                     d.label_column);
+}
+
 // A column of labels has few distinct values, each seen more than once. A feature read as the
 // label (the label is in another column) has many, or values seen once each: refuse it rather than
 // train silently on the wrong target.
-void check_label_column(const Dataset& d, long configured_column, const std::string& where) {
+void check_label_column(const Dataset& d, long configured_column, bool column_given, const std::string& where) {
   long distinct = 0;
   std::vector<long> singles;
   for (size_t c = 0; c < d.class_counts.size(); ++c) {
@@ -151,6 +238,11 @@ void check_label_column(const Dataset& d, long configured_column, const std::str
   if (singles.size() >= 2) {
     throw Error(where, fmt::format("{}: {} classes have a single sample each (labels {}, {}{}); {}", column,
                                    singles.size(), singles[0], singles[1], singles.size() > 2 ? ", ..." : "", hint));
+  }
+  if (!column_given) {
+    if (std::string why = feature_like_label(d); !why.empty()) {
+      throw Error(where, why);
+    }
   }
 }
 
@@ -192,7 +284,7 @@ Dataset load_dataset(Config& cfg, ThreadPool* pool) {
       names.push_back(is_dir ? display_path(f, root) : fs::path(f).filename().string());
     }
     d.class_counts = count_classes(d);
-    check_label_column(d, configured_column, files.size() == 1 ? files[0] : root);
+    check_label_column(d, configured_column, dc.label_column_given, files.size() == 1 ? files[0] : root);
     fingerprint_files(d, files, names);
   } else {
     std::string images = resolve_data_path(cfg, dc.images);

@@ -22,6 +22,7 @@ struct DataConfig {
   // csv
   std::string path;
   long label_column = -1; // negative counts from the end; resolved to an index
+  bool label_column_given = false; // set in the config (not its default): the label checks trust it more
   std::string header = "auto"; // "auto" | true | false, resolved to true/false after reading
   // idx
   std::string images;

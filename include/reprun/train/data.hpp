@@ -30,6 +30,7 @@ struct Dataset {
   // Facts shown at train start and recorded in the manifest (docs/run-format.md, `data`).
   long label_column = -1;          // csv: the column index the labels came from (0-based)
   std::string label_name;          // csv with a header: that column's name
+  std::vector<std::string> column_names; // csv with a header: every column's name, in file order
   std::vector<long> class_counts;  // samples per class, 0..classes-1
 };
 
