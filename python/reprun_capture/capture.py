@@ -112,6 +112,8 @@ class Capture:
         self.backward_depth = 0
         self.mode = None
         self.failed = False
+        self.failed_reason = None  # what stopped the capture, for the facts (framework.capture_stopped)
+        self.loss_dtype = None  # of the first loss seen: diff counts the loss's ULPs in it
         self.pid = os.getpid()  # a forked child (a DataLoader worker) inherits the capture: it records nothing
 
     # ---- installation -------------------------------------------------------------------------
@@ -134,6 +136,7 @@ class Capture:
     def _fail(self, what, e):
         if not self.failed:
             self.failed = True
+            self.failed_reason = f"{what}: {type(e).__name__}: {e}"
             print(f"reprun: capture stopped ({what}): {type(e).__name__}: {e}", file=sys.stderr, flush=True)
 
     def _patch_backward(self):
@@ -279,6 +282,8 @@ class Capture:
         self.step += 1
         self.busy = True
         try:
+            if self.loss_dtype is None and self.last_loss is not None:
+                self.loss_dtype = str(self.last_loss.dtype).replace("torch.", "")
             if self._claim():
                 self._log_step(opt)
             if not self.facts_written and self.owner:
@@ -360,6 +365,7 @@ class Capture:
             "determinism": self.determinism_state(),
             "devices": devices,
             "steps_seen": self.step,
+            "loss_dtype": self.loss_dtype,
             "distributions": None,
         }
 
@@ -383,6 +389,8 @@ class Capture:
             facts = getattr(self, "_facts", None) or self.facts()
             dists, digest = _distributions()
             facts["distributions"] = {"count": len(dists), "sha256": digest, "packages": dists}
+            if self.failed_reason:
+                facts["capture_stopped"] = self.failed_reason
             # The owner rewrites its facts; a program that never stepped writes them once.
             _write_json_file(self.facts_path, facts, exclusive=not self.facts_written)
         except Exception as e:

@@ -136,8 +136,8 @@ private:
     }
     return fmt::format(" (no number differs: if it is expected to differ, pass --ignore-meta {})", v.front()->key);
   }
-  void add(double order, std::string cause, std::string fix) {
-    m_out.push_back({order, {std::move(cause), std::move(fix)}});
+  void add(double order, std::string cause, std::string fix, bool claims_same_inputs = false) {
+    m_out.push_back({order, {std::move(cause), std::move(fix), claims_same_inputs}});
   }
 
   void stopped_early() {
@@ -166,6 +166,15 @@ private:
       if (!length.empty()) {
         add(0, "the runs were asked for different lengths: " + changes(length, "config."),
             "give both the same training.steps and training.epochs");
+      } else if (run_kind(m_r.a.manifest) == "exec" && m_r.a.status == "complete" && m_r.b.status == "complete") {
+        // A program that exits normally after fewer steps ran a shorter loop: nothing was cut.
+        const bool a_shorter = m_r.a.lines < m_r.b.lines;
+        add(0.5, fmt::format("the program made fewer optimizer steps in run {} ({} against {}) and exited normally: "
+                             "its loop ended earlier",
+                             a_shorter ? "A" : "B", a_shorter ? m_r.a.lines : m_r.b.lines,
+                             a_shorter ? m_r.b.lines : m_r.a.lines),
+            "find what decides the number of steps (epochs, a stopping rule, the data's length, an environment "
+            "variable) and make it the same in both runs");
       } else if (!m_r.a.status.empty() && !m_r.b.status.empty()) {
         add(0.5, "one step log is shorter, yet both runs report the same status: it was cut or copied short",
             "train the shorter run again, or compare the two over their common steps only");
@@ -247,13 +256,15 @@ private:
       add(4.5, "thread-dependent or non-deterministic code in the program: same inputs and environment, different "
                "numbers",
           "make the framework deterministic (torch.use_deterministic_algorithms(True), "
-          "CUBLAS_WORKSPACE_CONFIG=:4096:8), seed every generator, and fix the thread counts");
+          "CUBLAS_WORKSPACE_CONFIG=:4096:8), seed every generator, and fix the thread counts",
+          true);
     } else {
       add(4.5, fmt::format("thread-dependent code: same data, config and build{}, different numbers, with the "
                            "reduction ordered",
                            threads),
           "run with --threads 1 to confirm, and report it with both runs: the built-in trainer promises equal bits "
-          "for any thread count");
+          "for any thread count",
+          true);
     }
   }
 
@@ -357,7 +368,8 @@ private:
               "reduction or thread-dependent code)",
           exec ? "make the framework deterministic (torch.use_deterministic_algorithms(True), "
                  "CUBLAS_WORKSPACE_CONFIG=:4096:8) and fix the thread counts"
-               : "set determinism.reduction: ordered, and run with --threads 1 to confirm");
+               : "set determinism.reduction: ordered, and run with --threads 1 to confirm",
+          true);
       break;
     }
   }

@@ -33,6 +33,79 @@ uint64_t ulp_distance(double a, double b) {
                  : static_cast<uint64_t>(ib) - static_cast<uint64_t>(ia);
 }
 
+FloatFormat float_format_named(const std::string& dtype) {
+  std::string n = dtype.rfind("torch.", 0) == 0 ? dtype.substr(6) : dtype;
+  if (n == "float32" || n == "float") {
+    return FloatFormat::float32;
+  }
+  if (n == "float16" || n == "half") {
+    return FloatFormat::float16;
+  }
+  return n == "bfloat16" ? FloatFormat::bfloat16 : FloatFormat::float64;
+}
+
+const char* float_format_name(FloatFormat f) {
+  switch (f) {
+  case FloatFormat::float32: return "float32";
+  case FloatFormat::float16: return "float16";
+  case FloatFormat::bfloat16: return "bfloat16";
+  case FloatFormat::float64: break;
+  }
+  return "float64";
+}
+
+namespace {
+
+// The position of a non-negative value on the line of format (p significand bits, smallest normal
+// exponent emin): consecutive values of the format are consecutive integers. False when v is not a
+// finite value of the format. frexp and ldexp are exact.
+bool format_position(double v, int p, int emin, double& pos) {
+  if (!std::isfinite(v)) {
+    return false;
+  }
+  int e = 0;
+  const double f = std::frexp(v, &e); // v = f * 2^e, f in [0.5, 1)
+  if (v == 0 || e - 1 < emin) {
+    pos = std::ldexp(v, p - 1 - emin); // subnormal spacing 2^(emin - p + 1)
+    return pos == std::floor(pos);
+  }
+  const double m = std::ldexp(f, p); // the significand as an integer of p bits when v is of the format
+  if (m != std::floor(m)) {
+    return false;
+  }
+  pos = static_cast<double>(e - emin - 1) * std::ldexp(1.0, p - 1) + m;
+  return true;
+}
+
+} // namespace
+
+uint64_t ulp_distance(double a, double b, FloatFormat f) {
+  int p = 53, emin = -1022;
+  switch (f) {
+  case FloatFormat::float32: p = 24, emin = -126; break;
+  case FloatFormat::float16: p = 11, emin = -14; break;
+  case FloatFormat::bfloat16: p = 8, emin = -126; break;
+  case FloatFormat::float64: return ulp_distance(a, b);
+  }
+  double pa = 0, pb = 0;
+  if (std::isnan(a) || std::isnan(b) || !format_position(std::fabs(a), p, emin, pa) ||
+      !format_position(std::fabs(b), p, emin, pb)) {
+    return ulp_distance(a, b); // not values of that format (or NaN): counted in float64
+  }
+  const double d = (std::signbit(a) ? -pa : pa) - (std::signbit(b) ? -pb : pb);
+  return static_cast<uint64_t>(std::fabs(d));
+}
+
+FloatFormat loss_format(const nlohmann::ordered_json& ma, const nlohmann::ordered_json& mb) {
+  auto of = [](const nlohmann::ordered_json& m) {
+    const nlohmann::ordered_json::json_pointer p("/framework/loss_dtype");
+    return m.is_object() && m.contains(p) && m.at(p).is_string() ? float_format_named(m.at(p).get<std::string>())
+                                                                 : FloatFormat::float64;
+  };
+  const FloatFormat a = of(ma);
+  return a == of(mb) ? a : FloatFormat::float64;
+}
+
 const char* divergence_kind_name(DivergenceKind k) {
   // In the order of enum class DivergenceKind.
   static constexpr const char* k_names[] = {"", "data order", "initial state", "computation", "run ended early",
@@ -82,8 +155,10 @@ bool same_bits(double x, double y) { return std::memcmp(&x, &y, sizeof(double)) 
 
 class Comparator {
 public:
-  explicit Comparator(const DiffOptions& o) : m_opt(o) {}
-  bool values_match(double x, double y) const {
+  Comparator(const DiffOptions& o, FloatFormat loss) : m_opt(o), m_loss(loss) {}
+  FloatFormat loss_format() const { return m_loss; }
+  bool loss_match(double x, double y) const { return values_match(x, y, m_loss); }
+  bool values_match(double x, double y, FloatFormat f = FloatFormat::float64) const {
     if (!m_opt.tolerance()) {
       return same_bits(x, y);
     }
@@ -98,7 +173,7 @@ public:
       ok = ok || std::fabs(x - y) <= m_opt.atol.value_or(0.0) + m_opt.rtol.value_or(0.0) * std::fabs(y);
     }
     if (m_opt.max_ulps) {
-      ok = ok || ulp_distance(x, y) <= *m_opt.max_ulps;
+      ok = ok || ulp_distance(x, y, f) <= *m_opt.max_ulps;
     }
     return ok;
   }
@@ -117,6 +192,7 @@ public:
 
 private:
   const DiffOptions& m_opt;
+  FloatFormat m_loss; // the losses' format: their ULPs are counted in it
 };
 
 // Step number of a line, checking that steps strictly increase.
@@ -165,11 +241,12 @@ bool records_diverge(const ParsedStep& pa, const ParsedStep& pb, const Comparato
   if (d.has_loss) {
     d.loss_a = pa.loss;
     d.loss_b = pb.loss;
-    d.loss_ulps = ulp_distance(pa.loss, pb.loss);
+    d.loss_format = cmp.loss_format();
+    d.loss_ulps = ulp_distance(pa.loss, pb.loss, d.loss_format);
     double den = std::max(std::fabs(pa.loss), std::fabs(pb.loss));
     d.loss_rel = den > 0 ? std::fabs(pa.loss - pb.loss) / den : 0.0;
   }
-  bool loss_differs = pa.has_loss != pb.has_loss || (d.has_loss && !cmp.values_match(pa.loss, pb.loss));
+  bool loss_differs = pa.has_loss != pb.has_loss || (d.has_loss && !cmp.loss_match(pa.loss, pb.loss));
   bool batch_differs = pa.has_batch && pb.has_batch && pa.batch != pb.batch;
   // Tensors in model order (the order of A's record).
   d.tensors.clear();
@@ -314,7 +391,8 @@ std::string describe_mode(const DiffOptions& opt) {
 class StepWalk {
 public:
   StepWalk(DiffResult& r, const DiffOptions& opt)
-      : m_r(r), m_opt(opt), m_cmp(opt), m_ra(r.a.steps_path), m_rb(r.b.steps_path) {}
+      : m_r(r), m_opt(opt), m_cmp(opt, loss_format(r.a.manifest, r.b.manifest)), m_ra(r.a.steps_path),
+        m_rb(r.b.steps_path) {}
 
   void run() {
     std::string_view la, lb;
@@ -454,7 +532,7 @@ private:
     if (!hx || !hy || sa != sb) {
       return;
     }
-    if (d.loss_differs_from < 0 && !m_cmp.values_match(x, y)) {
+    if (d.loss_differs_from < 0 && !m_cmp.loss_match(x, y)) {
       d.loss_differs_from = sa;
     }
     m_last_common = {sa, x, y, std::fabs(x - y), true};

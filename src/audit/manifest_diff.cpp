@@ -5,6 +5,7 @@
 #include "reprun/train/settings.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <map>
 
 namespace reprun {
@@ -99,6 +100,8 @@ const std::vector<Rule>& rules() {
         {"framework.determinism", "framework", 3, K::material},
         {"framework.devices", "gpu", 6, K::material},
         {"framework.steps_seen", "framework", 90, K::informational},
+        {"framework.capture_stopped", "framework", 90, K::informational},
+        {"framework.loss_dtype", "framework", 90, K::informational},
         {"framework", "libraries", 5, K::material},
         {"gpu", "gpu", 6, K::material},
         {"host.cpu_model", "cpu", 7, K::material},
@@ -164,9 +167,81 @@ int kind_order(MetaDelta::Kind k) {
   case MetaDelta::Kind::informational: return 1;
   case MetaDelta::Kind::varied: return 2;
   case MetaDelta::Kind::ignored: return 3;
-  case MetaDelta::Kind::volatile_field: return 4;
+  case MetaDelta::Kind::unrecorded: return 4;
+  case MetaDelta::Kind::volatile_field: return 5;
   }
-  return 5;
+  return 6;
+}
+
+// The config file's bytes and the result digest stand for the config keys the manifests also
+// list one by one. Both manifests carry config_digest (the resolved config without its execution
+// settings, train/settings.hpp): when it is equal, no key that can change a result differs, so a
+// file that differs only in whitespace, a description or an execution setting is not counted; when
+// it is not, the differing keys are the cause and the digests follow them. A digest is counted
+// only where no key explains it (manifests without config_digest, or a digest of another rule).
+void settle_config_digests(const ojson& a, const ojson& b, std::vector<MetaDelta>& deltas) {
+  auto digest = [](const ojson& m) {
+    return m.is_object() && m.contains("config_digest") && m["config_digest"].is_string()
+               ? m["config_digest"].get<std::string>()
+               : std::string();
+  };
+  const std::string da = digest(a), db = digest(b);
+  if (da.empty() || db.empty()) {
+    return;
+  }
+  const bool keys_differ = std::any_of(deltas.begin(), deltas.end(), [](const MetaDelta& d) {
+    return d.kind == MetaDelta::Kind::material && has_prefix(d.key, "config");
+  });
+  for (auto& d : deltas) {
+    const bool file = d.key == "config_file.sha256";
+    if (d.kind == MetaDelta::Kind::material && (file || d.key == "config_digest") && (da == db || keys_differ)) {
+      d.kind = MetaDelta::Kind::informational;
+      d.why = da == db ? "the file's bytes only: the resolved configs are equal but for execution settings"
+                       : "a digest of the config keys listed";
+    }
+  }
+}
+
+// Why manifest `m` lacks framework fact `key` though the other run recorded it, or "" when
+// nothing says the run could not record it. The capture writes the devices the parameters live on
+// at optimizer steps, and nothing more once it stopped: a run with no step, or whose capture
+// stopped or never started, did not find those facts different; it never looked.
+std::string unrecorded_reason(const ojson& m, const std::string& key, const char* side) {
+  if (!has_prefix(key, "framework") || key == "framework.steps_seen" || key == "framework.capture_stopped") {
+    return "";
+  }
+  if (!m.is_object() || !m.contains("framework") || !m["framework"].is_object()) {
+    return fmt::format("not recorded in {}: it wrote no framework facts (torch never imported, or its capture "
+                       "did not start)",
+                       side);
+  }
+  const ojson& f = m["framework"];
+  if (f.contains("capture_stopped")) {
+    return fmt::format("not recorded in {}: its capture stopped", side);
+  }
+  const ojson steps = f.value("steps_seen", ojson());
+  if ((has_prefix(key, "framework.devices") || key == "framework.loss_dtype") && steps.is_number_integer() &&
+      steps.get<long>() == 0) {
+    return fmt::format("not recorded in {}: it made no optimizer step", side);
+  }
+  return "";
+}
+
+void mark_unrecorded(const ojson& a, const ojson& b, std::vector<MetaDelta>& deltas) {
+  for (auto& d : deltas) {
+    if (d.kind != MetaDelta::Kind::material && d.kind != MetaDelta::Kind::informational) {
+      continue;
+    }
+    // The side that lacks the fact: the absent one, else the null one (a device's name is null).
+    const char* missing = d.a == "(absent)" ? "A" : d.b == "(absent)" ? "B" : d.a == "null" ? "A" : d.b == "null" ? "B" : "";
+    std::string why = *missing == 'A' ? unrecorded_reason(a, d.key, "A")
+                      : *missing == 'B' ? unrecorded_reason(b, d.key, "B")
+                                        : "";
+    if (!why.empty()) {
+      d.kind = MetaDelta::Kind::unrecorded;
+      d.why = std::move(why);
+    }
+  }
 }
 
 } // namespace
@@ -221,6 +296,8 @@ std::vector<MetaDelta> diff_manifests(const ojson& a, const ojson& b, const Diff
       }
     }
   }
+  settle_config_digests(a, b, out);
+  mark_unrecorded(a, b, out);
   if (dataset.any()) {
     MetaDelta d;
     d.key = "data.files";

@@ -621,9 +621,16 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   }
   const OpCause cause = op_cause(od, fa, fb, env_thread_difference(ma, mb));
   const OpRecord& r = od.a.op.empty() ? od.b : od.a;
-  // The operation found is the most direct cause: first among the likely causes.
-  pair.diff.diagnosis.insert(pair.diff.diagnosis.begin(),
-                             Diagnosis{fmt::format("{} at {}: {}", short_op_name(r.op), r.where, cause.reason), cause.fix});
+  // The operation found is the most direct cause: first among the likely causes. A cause that says
+  // the numbers part from the same inputs is withdrawn when the op's inputs already differ (or the
+  // runs took other ops): what was found contradicts it.
+  auto& causes = pair.diff.diagnosis;
+  if (od.kind != OpDivergence::Kind::same_inputs) {
+    causes.erase(std::remove_if(causes.begin(), causes.end(), [](const Diagnosis& d) { return d.claims_same_inputs; }),
+                 causes.end());
+  }
+  causes.insert(causes.begin(), Diagnosis{fmt::format("{} at {}: {}", short_op_name(r.op), r.where, cause.reason),
+                                          cause.fix, od.kind == OpDivergence::Kind::same_inputs});
   loc.found = true;
   loc.step = r.step;
   loc.phase = r.phase;

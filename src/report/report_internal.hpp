@@ -22,9 +22,9 @@ Localization divergence_origin(const DiffResult& r, const Localization* loc);
 // is known, else with why it may not be where the difference starts. "" when there is none.
 std::string first_tensor_sentence(const Divergence& d, const Localization& origin);
 
-// "12,345 ulp (relative error 0.2)"; millions and more in words or powers of ten, always with the
-// relative error beside them.
-std::string ulp_phrase(uint64_t ulps, double rel);
+// "relative error 0.000296 (2,900 float32 ulp)": the relative error first, then the ULP count in
+// the value's own format where it is under a million (a larger count says nothing more).
+std::string ulp_phrase(uint64_t ulps, double rel, FloatFormat format);
 
 // The gap table's rows: the growth points and the peak, in step order.
 struct GapRow {

@@ -30,6 +30,7 @@ const char* kind_name(MetaDelta::Kind k) {
   case MetaDelta::Kind::volatile_field: return "volatile";
   case MetaDelta::Kind::ignored: return "ignored";
   case MetaDelta::Kind::varied: return "varied";
+  case MetaDelta::Kind::unrecorded: return "unrecorded";
   }
   return "material";
 }
@@ -107,6 +108,9 @@ ojson diff_to_json(const DiffResult& r) {
   for (const auto& m : r.meta) {
     meta.push_back({{"key", m.key}, {"category", m.category}, {"rank", m.rank}, {"kind", kind_name(m.kind)},
                     {"a", m.a}, {"b", m.b}});
+    if (!m.why.empty()) {
+      meta.back()["why"] = m.why;
+    }
   }
   j["metadata"] = meta;
   j["dataset"] = {{"added", files_json(r.dataset.added)},
@@ -132,6 +136,7 @@ ojson diff_to_json(const DiffResult& r) {
                        {"loss_a", d.has_loss ? number(d.loss_a) : ojson(nullptr)},
                        {"loss_b", d.has_loss ? number(d.loss_b) : ojson(nullptr)},
                        {"loss_ulps", d.has_loss ? ojson(d.loss_ulps) : ojson(nullptr)},
+                       {"loss_ulp_format", d.has_loss ? ojson(float_format_name(d.loss_format)) : ojson(nullptr)},
                        {"loss_rel_diff", d.has_loss ? number(d.loss_rel) : ojson(nullptr)},
                        {"loss_differs_from", d.loss_differs_from >= 0 ? ojson(d.loss_differs_from) : ojson(nullptr)},
                        {"tensors", tensors}};

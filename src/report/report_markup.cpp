@@ -68,7 +68,7 @@ std::string diff_markdown(const DiffResult& r, const std::string& heading, const
     }
     if (d.has_loss) {
       o += fmt::format("Loss at that step: A `{}`, B `{}`: {}\n\n", d.loss_a, d.loss_b,
-                       ulp_phrase(d.loss_ulps, d.loss_rel));
+                       ulp_phrase(d.loss_ulps, d.loss_rel, d.loss_format));
     }
   }
   bool header = false;
@@ -352,7 +352,7 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
     }
     if (d.has_loss) {
       o += fmt::format("<p>Loss at that step: A <code>{}</code>, B <code>{}</code>: {}</p>\n", d.loss_a, d.loss_b,
-                       esc_xml(ulp_phrase(d.loss_ulps, d.loss_rel)));
+                       esc_xml(ulp_phrase(d.loss_ulps, d.loss_rel, d.loss_format)));
     }
   }
   o += loss_svg(r);

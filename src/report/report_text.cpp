@@ -88,25 +88,22 @@ std::string first_tensor_sentence(const Divergence& d, const Localization& origi
                      d.first_tensor);
 }
 
-std::string ulp_phrase(uint64_t ulps, double rel) {
+std::string ulp_phrase(uint64_t ulps, double rel, FloatFormat format) {
   if (ulps == std::numeric_limits<uint64_t>::max()) {
     return "no ulp distance (NaN)";
   }
-  const double u = static_cast<double>(ulps);
-  std::string count;
+  // The relative error leads; a ULP count only where it is small enough to read as "a few
+  // roundings apart" (under a million), in the format the value was computed in.
+  std::string s = fmt::format("relative error {:.3g}", rel);
   if (ulps < 1'000'000) {
-    count = std::to_string(ulps);
+    std::string count = std::to_string(ulps);
     for (int i = static_cast<int>(count.size()) - 3; i > 0; i -= 3) {
       count.insert(static_cast<size_t>(i), ",");
     }
-  } else if (u < 1e9) {
-    count = fmt::format("{:.3g} million", u / 1e6);
-  } else if (u < 1e12) {
-    count = fmt::format("{:.3g} billion", u / 1e9);
-  } else {
-    count = fmt::format("{:.3g}", u);
+    s += fmt::format(" ({} {}ulp)", count,
+                     format == FloatFormat::float64 ? "" : std::string(float_format_name(format)) + " ");
   }
-  return fmt::format("{} ulp (relative error {:.3g})", count, rel);
+  return s;
 }
 
 std::vector<GapRow> gap_rows(const DiffResult& r) {
@@ -155,11 +152,12 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
   if (any_info) {
     o += st.dim("  not counted:") + "\n";
     for (const auto& m : r.meta) {
-      const char* why = m.kind == MetaDelta::Kind::informational ? "cannot change a result"
+      const char* why = !m.why.empty()                           ? m.why.c_str()
+                        : m.kind == MetaDelta::Kind::informational ? "cannot change a result"
                         : m.kind == MetaDelta::Kind::varied      ? "varied on purpose"
                         : m.kind == MetaDelta::Kind::ignored     ? "ignored (--ignore-meta)"
                                                                  : nullptr;
-      if (why) {
+      if (why && m.kind != MetaDelta::Kind::material && m.kind != MetaDelta::Kind::volatile_field) {
         o += st.dim(fmt::format("    {}: {} -> {} ({})", m.key, meta_value(m.a), meta_value(m.b), why)) + "\n";
       }
     }
@@ -178,7 +176,7 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
 void magnitude_text(std::string& o, const Style& st, const Divergence& d) {
   section(o, st, "Magnitude at that step");
   o += fmt::format("  loss: A {}  B {}  |diff| {:.3g}  {}\n", num(d.loss_a), num(d.loss_b),
-                   std::fabs(d.loss_a - d.loss_b), ulp_phrase(d.loss_ulps, d.loss_rel));
+                   std::fabs(d.loss_a - d.loss_b), ulp_phrase(d.loss_ulps, d.loss_rel, d.loss_format));
   for (size_t i = 0; i < d.tensors.size() && i < 12; ++i) {
     const auto& t = d.tensors[i];
     if (t.has_norm) {

@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -560,6 +561,99 @@ TEST_CASE("diff: tolerance with atol, rtol and ULPs; NaN never within tolerance"
   // +0 and -0: equal values within any tolerance.
   const std::string pz = line(0, 0) + line(1, 0.0), nz = line(0, 0) + line(1, -0.0);
   CHECK(diff_texts(pz, nz, rtol).identical);
+}
+
+TEST_CASE("manifest diff: the config file's digest is counted only where no config key explains it") {
+  ojson a = {{"config_file", {{"path", "a.json"}, {"sha256", "aaaa"}}},
+             {"config", {{"optimizer", {{"lr", 0.1}}}, {"determinism", {{"trace", "weights"}}}}},
+             {"config_digest", "d1"}};
+  auto deltas_of = [](const ojson& x, const ojson& y) {
+    DatasetDelta ds;
+    return diff_manifests(x, y, {}, ds);
+  };
+  // Other bytes (whitespace, a description), same resolved config: shown, not counted.
+  ojson b = a;
+  b["config_file"]["sha256"] = "bbbb";
+  auto bytes = deltas_of(a, b);
+  REQUIRE(bytes.size() == 1);
+  CHECK(bytes[0].key == "config_file.sha256");
+  CHECK(bytes[0].kind == MetaDelta::Kind::informational);
+  CHECK(bytes[0].why.find("the file's bytes only") != std::string::npos);
+  // An execution setting: the digest leaves it out, so it is equal.
+  b["config"]["determinism"]["trace"] = "loss";
+  auto trace = deltas_of(a, b);
+  CHECK(std::none_of(trace.begin(), trace.end(), [](const MetaDelta& d) { return d.kind == MetaDelta::Kind::material; }));
+  // A real change: the key is the cause, the digests follow it.
+  b["config"]["optimizer"]["lr"] = 0.2;
+  b["config_digest"] = "d2";
+  auto lr = deltas_of(a, b);
+  long counted = 0;
+  for (const auto& d : lr) {
+    counted += d.kind == MetaDelta::Kind::material ? 1 : 0;
+  }
+  CHECK(counted == 1);
+  CHECK(delta(lr, "config.optimizer.lr")->kind == MetaDelta::Kind::material);
+  CHECK(delta(lr, "config_digest")->kind == MetaDelta::Kind::informational);
+  CHECK(delta(lr, "config_file.sha256")->why == "a digest of the config keys listed");
+  // A digest no key explains stays counted; so does a file digest without config digests.
+  ojson c = a;
+  c["config_digest"] = "d3";
+  CHECK(delta(deltas_of(a, c), "config_digest")->kind == MetaDelta::Kind::material);
+  ojson bare_a = a, bare_b = b;
+  bare_a.erase("config_digest");
+  bare_b.erase("config_digest");
+  bare_b["config"]["optimizer"]["lr"] = 0.1;
+  CHECK(delta(deltas_of(bare_a, bare_b), "config_file.sha256")->kind == MetaDelta::Kind::material);
+}
+
+TEST_CASE("manifest diff: a framework fact one run never recorded is not a difference") {
+  ojson a = {{"framework", {{"torch", "1.13"}, {"devices", {{"cpu", nullptr}}}, {"steps_seen", 1}}}};
+  ojson b = {{"framework", {{"torch", "1.13"}, {"devices", ojson::object()}, {"steps_seen", 0}}}};
+  DatasetDelta ds;
+  auto deltas = diff_manifests(a, b, {}, ds);
+  const MetaDelta* dev = delta(deltas, "framework.devices.cpu");
+  REQUIRE(dev);
+  CHECK(dev->kind == MetaDelta::Kind::unrecorded);
+  CHECK(dev->why == "not recorded in B: it made no optimizer step");
+  CHECK(deltas.front().kind != MetaDelta::Kind::material);
+  // A device both runs recorded, differently, is a difference.
+  ojson c = a;
+  c["framework"]["devices"] = {{"cuda:0", "H100"}};
+  DatasetDelta ds2;
+  auto real = diff_manifests(a, c, {}, ds2);
+  CHECK(delta(real, "framework.devices.cuda:0")->kind == MetaDelta::Kind::material);
+  // A capture that stopped, and a run with no framework facts at all.
+  ojson stopped = b;
+  stopped["framework"]["steps_seen"] = 1;
+  stopped["framework"]["capture_stopped"] = "step 1: ValueError: x";
+  DatasetDelta ds3;
+  CHECK(delta(diff_manifests(a, stopped, {}, ds3), "framework.devices.cpu")->why ==
+        "not recorded in B: its capture stopped");
+  DatasetDelta ds4;
+  auto none = diff_manifests(ojson::object({{"format", "x"}}), a, {}, ds4);
+  CHECK(delta(none, "framework.torch")->kind == MetaDelta::Kind::unrecorded);
+}
+
+TEST_CASE("ulp_distance in a narrower format counts that format's ULPs") {
+  const double one = 1.0, next32 = static_cast<double>(std::nextafter(1.0f, 2.0f));
+  CHECK(ulp_distance(one, next32, FloatFormat::float32) == 1);
+  CHECK(ulp_distance(one, next32) == (1ULL << 29));
+  CHECK(ulp_distance(-next32, next32, FloatFormat::float32) == 2 * ulp_distance(0.0, next32, FloatFormat::float32));
+  CHECK(ulp_distance(0.0, 1.0, FloatFormat::float32) == (127ULL << 23)); // 1.0f's bits: 0x3f800000
+  const double sub = static_cast<double>(std::numeric_limits<float>::denorm_min());
+  CHECK(ulp_distance(sub, -sub, FloatFormat::float32) == 2);
+  CHECK(ulp_distance(static_cast<double>(std::numeric_limits<float>::min()), 0.0, FloatFormat::float32) == (1ULL << 23));
+  CHECK(ulp_distance(2.0, 1.0, FloatFormat::float32) == (1ULL << 23));
+  CHECK(ulp_distance(1.0, 1.0 + 1.0 / 1024, FloatFormat::float16) == 1);
+  CHECK(ulp_distance(1.0, 1.0 + 1.0 / 128, FloatFormat::bfloat16) == 1);
+  // Not a value of the format (a double the program printed): counted in float64.
+  CHECK(ulp_distance(1.0, std::nextafter(1.0, 2.0), FloatFormat::float32) == 1);
+  CHECK(ulp_distance(1.0, std::nan(""), FloatFormat::float32) == std::numeric_limits<uint64_t>::max());
+  CHECK(float_format_named("torch.float32") == FloatFormat::float32);
+  CHECK(float_format_named("float64") == FloatFormat::float64);
+  const ojson f32 = {{"framework", {{"loss_dtype", "float32"}}}};
+  CHECK(loss_format(f32, f32) == FloatFormat::float32);
+  CHECK(loss_format(f32, ojson::object()) == FloatFormat::float64);
 }
 
 TEST_CASE("ulp_distance across zero, signs and infinities") {

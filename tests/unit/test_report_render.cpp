@@ -252,12 +252,23 @@ TEST_CASE("report: a check names one origin, in computation order, and the first
                   "the difference may start earlier in the step") != std::string::npos);
 }
 
-TEST_CASE("report: ulp distances in the millions carry the relative error; the gap table shows its peak") {
-  const DiffResult r = sample_diff();
+TEST_CASE("report: the relative error leads; ulp counts only under a million, in the loss's own format") {
+  DiffResult r = sample_diff();
   const std::string text = render_diff(r, ReportFormat::text, false);
-  CHECK(text.find("12.3 million ulp (relative error 0.2)") != std::string::npos);
-  CHECK(render_diff(r, ReportFormat::markdown, false).find("12.3 million ulp (relative error 0.2)") != std::string::npos);
-  CHECK(render_diff(r, ReportFormat::html, false).find("12.3 million ulp (relative error 0.2)") != std::string::npos);
+  // 12.3 million float64 ulp say nothing a relative error of 0.2 does not.
+  CHECK(text.find("|diff| 0.125  relative error 0.2\n") != std::string::npos);
+  CHECK(text.find("million") == std::string::npos);
+  CHECK(render_diff(r, ReportFormat::markdown, false).find("`0.625`: relative error 0.2\n") != std::string::npos);
+  CHECK(render_diff(r, ReportFormat::html, false).find("</code>: relative error 0.2</p>") != std::string::npos);
+  // A float32 loss 2,900 of its own ulp apart.
+  r.divergence.loss_ulps = 2900;
+  r.divergence.loss_rel = 0.000296;
+  r.divergence.loss_format = FloatFormat::float32;
+  CHECK(render_diff(r, ReportFormat::text, false).find("relative error 0.000296 (2,900 float32 ulp)") != std::string::npos);
+  r.divergence.loss_format = FloatFormat::float64;
+  r.divergence.loss_ulps = 3;
+  CHECK(render_diff(r, ReportFormat::text, false).find("relative error 0.000296 (3 ulp)") != std::string::npos);
+  r = sample_diff();
   CHECK(text.find(fmt::format("  {:>10}  {:>22}  {:>22}  {:>10}  (peak)\n", 5, "0.5", "1", "0.5")) != std::string::npos);
   CHECK(text.find("peak gap: |diff| 0.5 at step 5") != std::string::npos);
   CHECK(render_diff(r, ReportFormat::markdown, false).find("| 5 (peak) | 0.5 | 1 | 0.5 |") != std::string::npos);

@@ -28,7 +28,10 @@ struct MetaDelta {
   std::string category; // dataset, config, seeds, code, libraries, gpu, cpu, environment, host
   int rank = 0;         // 1 = most likely to explain a numeric divergence
   std::string a, b;     // JSON text of each side; "(absent)" when missing
-  enum class Kind { material, informational, volatile_field, ignored, varied } kind = Kind::material;
+  // material: counted, fails a bitwise diff; the others are shown but not counted. unrecorded: a
+  // fact one run never wrote down (it made no optimizer step, its capture stopped): not a difference.
+  enum class Kind { material, informational, volatile_field, ignored, varied, unrecorded } kind = Kind::material;
+  std::string why; // why a delta is not counted, where the kind alone does not say it ("" otherwise)
 };
 
 struct DataFileDelta {
@@ -47,6 +50,11 @@ struct TensorDelta {
   double rel = 0; // relative difference of the norms
   bool has_norm = false;
 };
+
+// The floating-point format a logged value was computed in: its ULPs are counted in that format.
+// A step log holds decimal doubles; a PyTorch loss computed in float32 is a float32 value printed
+// as a double, and a gap of 2,900 float32 ULPs reads as 1.5e12 float64 ones.
+enum class FloatFormat { float64, float32, float16, bfloat16 };
 
 // Why two step logs part, in the order diff_runs tells them apart.
 enum class DivergenceKind {
@@ -76,7 +84,8 @@ struct Divergence {
   std::string trace_entry;   // first differing trace entry
   bool has_loss = false;
   double loss_a = 0, loss_b = 0;
-  uint64_t loss_ulps = 0;
+  uint64_t loss_ulps = 0; // in loss_format
+  FloatFormat loss_format = FloatFormat::float64;
   double loss_rel = 0;
   long loss_differs_from = -1; // first step whose loss differs (-1: none within the logs; a step 0 may have a loss)
   std::vector<TensorDelta> tensors;
@@ -105,6 +114,9 @@ struct RunSide {
 struct Diagnosis {
   std::string cause; // "atomic reduction: both runs use determinism.reduction \"atomic\", ..."
   std::string fix;   // "set determinism.reduction: ordered"
+  // The cause says the numbers part from the same inputs: an op trace that finds inputs already
+  // different contradicts it, and it is then withdrawn.
+  bool claims_same_inputs = false;
 };
 
 struct DiffResult {
@@ -134,5 +146,14 @@ std::vector<MetaDelta> diff_manifests(const nlohmann::ordered_json& a, const nlo
 
 // Distance in units in the last place between two doubles (0 for +0/-0; max for NaN).
 uint64_t ulp_distance(double a, double b);
+
+// "float32" -> float32 (also "torch.float32", "half", "bfloat16"); float64 for anything else.
+FloatFormat float_format_named(const std::string& dtype);
+const char* float_format_name(FloatFormat f);
+// ULPs of format `f` between a and b when both are values of that format; in float64 otherwise.
+uint64_t ulp_distance(double a, double b, FloatFormat f);
+// The format of the losses two manifests record (framework.loss_dtype, written by reprun's
+// PyTorch capture); float64 unless both name the same narrower one.
+FloatFormat loss_format(const nlohmann::ordered_json& manifest_a, const nlohmann::ordered_json& manifest_b);
 
 } // namespace reprun
