@@ -10,6 +10,7 @@ import sys
 import warnings
 import weakref
 
+from .checkpoints import CheckpointWatch
 from .fingerprint import Fingerprinter
 
 _NON_FINITE = {"nan": '"NaN"', "inf": '"Infinity"', "-inf": '"-Infinity"'}
@@ -94,7 +95,9 @@ class Capture:
         self.save_dir = env.get("REPRUN_OP_SAVE_DIR")
         self.env = env
         self.fp = Fingerprinter(torch, force_device_method=bool(env.get("REPRUN_FINGERPRINT_DEVICE_METHOD")))
-        self.step = 0
+        self.step = 0  # optimizer steps, numbered on from a resumed checkpoint's step
+        self.steps_here = 0  # optimizer steps this process made
+        self.backward_since_step = False
         self.phase = "forward"
         self.busy = False  # our own tensor work: never traced, never counted
         self.owner = None  # None: undecided; True: this process writes the step log; False: another does
@@ -115,12 +118,14 @@ class Capture:
         self.failed_reason = None  # what stopped the capture, for the facts (framework.capture_stopped)
         self.loss_dtype = None  # of the first loss seen: diff counts the loss's ULPs in it
         self.pid = os.getpid()  # a forked child (a DataLoader worker) inherits the capture: it records nothing
+        self.ckpt = CheckpointWatch(self, env)
 
     # ---- installation -------------------------------------------------------------------------
     def install(self):
         torch = self.torch
         self._patch_backward()
         self._patch_optimizers()
+        self.ckpt.install()
         mm = torch.nn.modules.module
         # Global module hooks name the modules (and, in a replay, give each op its module); they slow
         # every module call, so outside a replay they are removed after the first step.
@@ -160,6 +165,9 @@ class Capture:
             def backward(first, *args, **kwargs):
                 if cap.backward_depth == 0:
                     note_loss(first[0] if isinstance(first, (list, tuple)) and len(first) == 1 else first)
+                    cap.backward_since_step = True
+                    if cap._global_hooks and not cap.busy and os.getpid() == cap.pid:
+                        cap.ckpt.at_backward()
                 cap.backward_depth += 1
                 saved, cap.phase = cap.phase, "backward"
                 try:
@@ -222,6 +230,8 @@ class Capture:
         if not self.module_stack:
             if id(module) not in self.module_names:
                 self._name_root(module)
+            if not self.busy and os.getpid() == self.pid and self.ckpt.wants_forwards():
+                self.ckpt.at_forward(module, inputs)
         self.module_stack.append(module)
 
     def _module_post(self, module, inputs, output):
@@ -280,6 +290,8 @@ class Capture:
         if self.failed or os.getpid() != self.pid:
             return
         self.step += 1
+        self.steps_here += 1
+        self.backward_since_step = False
         self.busy = True
         try:
             if self.loss_dtype is None and self.last_loss is not None:
@@ -295,7 +307,7 @@ class Capture:
             self.last_loss = None
         if self.mode is not None:
             self.mode.after_step(self.step)
-        elif self._global_hooks:
+        elif self._global_hooks and not self.ckpt.wants_forwards():
             self._drop_global_hooks()
 
     def _drop_global_hooks(self):
@@ -364,7 +376,7 @@ class Capture:
             "numpy": getattr(numpy, "__version__", None) if numpy is not None else _installed_version("numpy"),
             "determinism": self.determinism_state(),
             "devices": devices,
-            "steps_seen": self.step,
+            "steps_seen": self.steps_here,
             "loss_dtype": self.loss_dtype,
             "distributions": None,
         }

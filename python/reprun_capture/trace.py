@@ -84,6 +84,10 @@ class OpTracer:
         self.writer = {}  # storage address -> index of the op that last wrote it
         self.out = None
         self.ended = False
+        # A trace aligned at a resume boundary (REPRUN_OP_TRACE_FROM=K) records from the first training
+        # forward after step K on, numbering its ops from 0 there; the checkpoint watch starts it.
+        self.trace_from = int(cap.env["REPRUN_OP_TRACE_FROM"]) if cap.env.get("REPRUN_OP_TRACE_FROM") else None
+        self.recording = self.trace_from is None
         if cap.trace_path:
             try:  # one process of the program traces: the first to import torch
                 fd = os.open(cap.trace_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -129,7 +133,7 @@ class OpTracer:
 
     def dispatch(self, func, args, kwargs):
         cap = self.cap
-        if cap.busy or self.ended or os.getpid() != cap.pid:
+        if cap.busy or self.ended or not self.recording or os.getpid() != cap.pid:
             return func(*args, **kwargs)
         i = self.n
         self.n += 1
@@ -193,6 +197,9 @@ class OpTracer:
             except Exception:
                 pass
             self.out = None
+
+    def start_recording(self):
+        self.recording = True
 
     def after_step(self, step):
         if self.out is not None and self.cap.trace_steps and step >= self.cap.trace_steps:

@@ -56,6 +56,7 @@ const std::vector<Rule>& rules() {
         {"forked_from", "volatile", 100, K::volatile_field},
         {"wall_seconds", "volatile", 100, K::volatile_field},
         {"program.run_dir", "volatile", 100, K::volatile_field},
+        {"program.argv_expanded", "volatile", 100, K::volatile_field}, // {run_dir} in the arguments
         {"code.directory", "volatile", 100, K::volatile_field},
         // Outputs (exec's exit code, stdout digest, artifacts) are effects: they make runs differ
         // but never explain why, so they rank after every cause (audit/cause.hpp: is_effect).

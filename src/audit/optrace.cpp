@@ -184,6 +184,8 @@ std::string thread_counts(const ojson& fa, const ojson& fb) {
 
 } // namespace
 
+bool is_random_draw(const std::string& op) { return is_random_op(base_name(op)); }
+
 std::string short_op_name(const std::string& op) {
   // namespace.name.overload -> namespace.name
   auto last = op.rfind('.');
@@ -191,11 +193,20 @@ std::string short_op_name(const std::string& op) {
   return last != std::string::npos && last != first ? op.substr(0, last) : op;
 }
 
-OpDivergence compare_op_traces(const std::string& path_a, const std::string& path_b) {
+OpDivergence compare_op_traces(const std::string& path_a, const std::string& path_b, bool resume_aligned) {
   TraceReader ta(path_a), tb(path_b);
   OpDivergence d;
+  // The engine's gradient bookkeeping outside any module: skipped on both sides of a resume pair.
+  auto next = [&](TraceReader& t) {
+    std::optional<OpRecord> r = t.next();
+    while (resume_aligned && r && r->phase == "backward" && r->module.empty() &&
+           (r->op == "aten.detach.default" || r->op == "aten.add_.Tensor")) {
+      r = t.next();
+    }
+    return r;
+  };
   for (;;) {
-    std::optional<OpRecord> ra = ta.next(), rb = tb.next();
+    std::optional<OpRecord> ra = next(ta), rb = next(tb);
     if (!ra || !rb) {
       d.end_a = ta.end();
       d.end_b = tb.end();
@@ -220,8 +231,17 @@ OpDivergence compare_op_traces(const std::string& path_a, const std::string& pat
           d.differing_inputs.push_back(k);
         }
       }
-      if (d.differing_inputs.empty() && d.a.in.size() == d.b.in.size() && d.a.args == d.b.args) {
+      // A draw into uninitialized memory (dropout's bernoulli_ on an empty_like) reads only its generator.
+      const bool draw_into_empty =
+          is_random_op(base_name(d.a.op)) && !d.differing_inputs.empty() &&
+          std::all_of(d.differing_inputs.begin(), d.differing_inputs.end(), [&](size_t k) {
+            bool compared = true;
+            const long src = k < d.a.src.size() ? d.a.src[k] : -1;
+            return src >= 0 && (ta.describe(src, &compared), !compared);
+          });
+      if ((d.differing_inputs.empty() || draw_into_empty) && d.a.in.size() == d.b.in.size() && d.a.args == d.b.args) {
         d.kind = OpDivergence::Kind::same_inputs;
+        d.differing_inputs.clear();
         return d;
       }
       d.kind = OpDivergence::Kind::inputs_differ;

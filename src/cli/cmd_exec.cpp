@@ -1,4 +1,5 @@
 // `reprun exec [-o WORK_DIR] [--keep] [--runs N] [--no-pin] [--pin NAME=VALUE]... [--vary env:NAME=V1,V2]...
+//  [--vary resume=N1,N2] [--resume-arg ARG]...
 //  [--artifact PATH]... [--loss-regex REGEX] [--format F] [--junit FILE] [--markdown FILE]
 //  [--html FILE] [--quiet] [--no-capture] [--no-localize] -- PROGRAM ARGS...`
 #include "cli/cli.hpp"
@@ -61,7 +62,13 @@ Action add_exec(CLI::App& sub) {
   sub.add_option("--runs", f->opt.runs, "Number of runs (default 2)")->check(CLI::Range(2, 64));
   sub.add_flag("--no-pin", f->no_pin, "Run the program as it is, without the determinism pins");
   sub.add_option("--pin", f->opt.pins, "Set NAME=VALUE in every run's environment (recorded as a pin)");
-  sub.add_option("--vary", f->opt.vary, "env:NAME=V1,V2,...: run i gets the i-th value");
+  sub.add_option("--vary", f->opt.vary,
+                 "env:NAME=V1,V2,...: run i gets the i-th value; resume=N1,N2,...: run i+1 is killed (SIGKILL) after "
+                 "optimizer step N_i and resumed through the program's own code");
+  sub.add_option("--resume-arg", f->opt.resume_args,
+                 "With --vary resume: an argument added to the resumed process's command ({run_dir} allowed), for a "
+                 "script that resumes only when told")
+      ->allow_extra_args(false);
   sub.add_option("--artifact", f->opt.artifacts, "A file the program writes (model, predictions): compared by SHA-256");
   sub.add_option("--loss-regex", f->opt.loss_regex,
                  "Without a step log: a regular expression whose group 1 is the loss (or group 1 the step, 2 the loss)");

@@ -28,6 +28,7 @@ namespace {
 
 constexpr const char* k_checkpoint_dir = "checkpoints";
 constexpr const char* k_artifact_dir = "artifacts";
+constexpr const char* k_process_dir = "processes";
 
 std::string join(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
 
@@ -211,7 +212,7 @@ const char* RunDir::name(RunFile f) {
   // In the order of enum class RunFile.
   static constexpr const char* k_names[] = {"manifest.json", "steps.jsonl", "evals.jsonl", "summary.json",
                                             ".lock",         "stdout.txt",  "stderr.txt",
-                                            "capture-steps.jsonl", "framework.json", "ops.jsonl"};
+                                            "capture-steps.jsonl", "framework.json", "ops.jsonl", "events.jsonl"};
   return k_names[static_cast<size_t>(f)];
 }
 
@@ -470,6 +471,39 @@ std::string RunDir::artifact_path(const std::string& file_name) const {
     throw Error(dir.string(), "cannot create: " + ec.message());
   }
   return (dir / fs::path(file_name).filename()).string();
+}
+
+RunDir RunDir::process(int n) const {
+  const fs::path dir = fs::path(m_path) / k_process_dir / std::to_string(n);
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(fs::path(m_path) / k_process_dir, ec)) ||
+      fs::is_symlink(fs::symlink_status(dir, ec))) {
+    throw Error(dir.string(), "is a symbolic link; reprun never follows one inside a run directory");
+  }
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw Error(dir.string(), "cannot create: " + ec.message());
+  }
+  return RunDir(dir.string());
+}
+
+std::vector<int> RunDir::processes() const {
+  std::vector<int> out;
+  const fs::path dir = fs::path(m_path) / k_process_dir;
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(dir, ec)) || !fs::is_directory(dir, ec)) {
+    return out;
+  }
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    std::error_code ec2;
+    if (!n.empty() && n.size() < 6 && n.find_first_not_of("0123456789") == std::string::npos && n[0] != '0' &&
+        !e.is_symlink(ec2) && e.is_directory(ec2)) {
+      out.push_back(std::stoi(n));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 // ---- free functions -----------------------------------------------------------------------------

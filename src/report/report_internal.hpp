@@ -26,6 +26,12 @@ std::string first_tensor_sentence(const Divergence& d, const Localization& origi
 // the value's own format where it is under a million (a larger count says nothing more).
 std::string ulp_phrase(uint64_t ulps, double rel, FloatFormat format);
 
+// The resume audit of an exec pair (report_resume.cpp): text lines, JSON, Markdown, HTML.
+std::string resume_text(const ResumeAudit& a);
+nlohmann::ordered_json resume_json(const ResumeAudit& a);
+std::string resume_markdown(const ResumeAudit& a);
+std::string resume_html(const ResumeAudit& a);
+
 // The gap table's rows: the growth points and the peak, in step order.
 struct GapRow {
   GapPoint point;

@@ -2,6 +2,7 @@
 // text report says. Version "reprun.report/1".
 #include "reprun/core/error.hpp"
 #include "reprun/report/report.hpp"
+#include "report_internal.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -207,9 +208,15 @@ ojson check_to_json(const CheckResult& r) {
     } else {
       pj["localization"] = nullptr;
     }
+    if (p.resume) {
+      pj["resume"] = resume_json(*p.resume);
+    }
     pairs.push_back(pj);
   }
   j["pairs"] = pairs;
+  if (!r.notes.empty()) {
+    j["notes"] = r.notes;
+  }
   return j;
 }
 

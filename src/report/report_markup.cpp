@@ -121,7 +121,7 @@ std::string junit_case(const std::string& name, const DiffResult& r, const std::
                      esc_xml(r.divergence.found ? r.divergence.classification() : "metadata"),
                      esc_xml(extra + render_diff_text(r, false, loc)));
   } else {
-    o += fmt::format("      <system-out>{}</system-out>\n", esc_xml(r.verdict));
+    o += fmt::format("      <system-out>{}</system-out>\n", esc_xml(extra.empty() ? r.verdict : r.verdict + "\n" + extra));
   }
   o += "    </testcase>\n";
   return o;
@@ -436,10 +436,17 @@ std::string render_check(const CheckResult& r, ReportFormat f, bool color) {
                        esc_md(run.status));
     }
     o += "\n";
+    for (const auto& n : r.notes) {
+      o += "- note: " + esc_md(n) + "\n";
+    }
+    o += r.notes.empty() ? "" : "\n";
     for (const auto& p : r.pairs) {
       if (p.localization) {
         o += fmt::format("**Localization (run-{}):** {}\n\n", p.run,
                          esc_md(p.localization->found ? p.localization->sentence : p.localization->note));
+      }
+      if (p.resume) {
+        o += resume_markdown(*p.resume);
       }
       o += diff_markdown(p.diff, fmt::format("### run-{} vs run-1", p.run),
                          p.localization ? &*p.localization : nullptr);
@@ -453,6 +460,9 @@ std::string render_check(const CheckResult& r, ReportFormat f, bool color) {
       std::string extra;
       if (p.localization) {
         extra = "Localization: " + (p.localization->found ? p.localization->sentence : p.localization->note) + "\n";
+      }
+      if (p.resume) {
+        extra += resume_text(*p.resume);
       }
       std::string variation = p.run - 1 < static_cast<int>(r.runs.size()) ? r.runs[static_cast<size_t>(p.run - 1)].variation : "";
       cases.push_back(junit_case(fmt::format("run-{} vs run-1{}", p.run, variation.empty() ? "" : " (" + variation + ")"),
@@ -469,7 +479,13 @@ std::string render_check(const CheckResult& r, ReportFormat f, bool color) {
                           esc_xml(run.variation.empty() ? "baseline" : run.variation), esc_xml(run.status));
     }
     body += "</ul>\n";
+    for (const auto& n : r.notes) {
+      body += "<p>Note: " + esc_xml(n) + "</p>\n";
+    }
     for (const auto& p : r.pairs) {
+      if (p.resume) {
+        body += resume_html(*p.resume);
+      }
       body += html_section(p.diff, fmt::format("run-{} vs run-1", p.run),
                            p.localization ? &*p.localization : nullptr);
     }

@@ -298,9 +298,15 @@ std::string render_check_text(const CheckResult& r, bool color) {
   for (const auto& run : r.runs) {
     o += fmt::format("  run-{}: {} -> {}\n", run.index, run.variation.empty() ? "baseline" : run.variation, run.status);
   }
+  for (const auto& n : r.notes) {
+    o += "  note: " + n + "\n";
+  }
   for (const auto& p : r.pairs) {
     if (p.diff.identical) {
       o += fmt::format("  run-{} vs run-1: {}\n", p.run, p.diff.verdict);
+      if (p.resume) {
+        o += "\n" + st.bold(fmt::format("== run-{} against run-1", p.run)) + "\n" + resume_text(*p.resume);
+      }
       continue;
     }
     o += "\n" + st.bold(fmt::format("== run-{} against run-1", p.run)) + "\n";
@@ -310,6 +316,9 @@ std::string render_check_text(const CheckResult& r, bool color) {
       if (l.found && !l.note.empty()) {
         o += "  " + l.note + "\n";
       }
+    }
+    if (p.resume) {
+      o += resume_text(*p.resume);
     }
     o += render_diff_text(p.diff, color, p.localization ? &*p.localization : nullptr);
   }

@@ -37,8 +37,14 @@ struct OpDivergence {
   std::string end_a, end_b;             // how each trace ended: steps | max_ops | exit | "" (cut short)
 };
 
-// Compares two op traces. Throws Error (exit 2) when a trace cannot be read.
-OpDivergence compare_op_traces(const std::string& path_a, const std::string& path_b);
+// Compares two op traces. Throws Error (exit 2) when a trace cannot be read. A random draw whose
+// only differing inputs are uninitialized memory it overwrites (dropout's bernoulli_ on an
+// empty_like) had the same inputs: the generator decided. With `resume_aligned` (traces that start
+// at a resume boundary, one of them in a fresh process), the autograd engine's accumulation of a
+// parameter's gradient is not compared: a fresh process has no .grad yet and stores the first one
+// (aten.detach) where the uninterrupted run adds it to zeros (aten.add_); what it writes is
+// compared where it is read.
+OpDivergence compare_op_traces(const std::string& path_a, const std::string& path_b, bool resume_aligned = false);
 
 // What the origin op is known for and how to fix it. fix_kind tells repro.py what to try:
 // deterministic | threads | seed | "".
@@ -58,5 +64,8 @@ std::string op_sentence(const OpDivergence& d, const OpCause& cause);
 
 // "aten.index_add_.default" -> "aten.index_add_".
 std::string short_op_name(const std::string& op);
+
+// True for an op that draws from a random generator (randn, bernoulli_, dropout, randperm, ...).
+bool is_random_draw(const std::string& op);
 
 } // namespace reprun

@@ -20,7 +20,8 @@ struct ExecOptions {
   int runs = 0;                         // 0: 2, or as many as --vary needs
   bool pin = true;                      // apply the default pins
   std::vector<std::string> pins;        // --pin NAME=VALUE
-  std::vector<std::string> vary;        // --vary env:NAME=V1,V2
+  std::vector<std::string> vary;        // --vary env:NAME=V1,V2, --vary resume=N1,N2
+  std::vector<std::string> resume_args; // --resume-arg ARG: added to a resumed process's arguments
   std::vector<std::string> artifacts;   // --artifact PATH (relative to the current directory)
   std::string loss_regex;               // --loss-regex
   std::vector<std::string> env_allow;   // --env-allow

@@ -6,6 +6,7 @@
 
 #include "reprun/audit/diff.hpp"
 #include "reprun/audit/localize.hpp"
+#include "reprun/audit/resume.hpp"
 
 #include <functional>
 #include <optional>
@@ -26,6 +27,7 @@ struct CheckPair {
   int run = 0; // compared against run 1
   DiffResult diff;
   std::optional<Localization> localization;
+  std::optional<ResumeAudit> resume; // exec --vary resume: the run was killed and resumed
 };
 
 struct CheckResult {
@@ -38,6 +40,7 @@ struct CheckResult {
   std::vector<std::string> vary; // as given
   std::vector<CheckRun> runs;
   std::vector<CheckPair> pairs;
+  std::vector<std::string> notes; // about the runs as a whole (exec: a checkpoint no run saved was loaded)
 };
 
 // How many runs: `requested`, or (0) 2 or as many as the longest --vary list needs. Throws Error

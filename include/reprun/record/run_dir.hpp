@@ -8,6 +8,11 @@
 //   checkpoints/    step-NNNNNNNNN.ckpt (checkpoint_file.hpp)
 //   .lock           held (flock) by the one process writing the run
 //   stdout.txt, stderr.txt, artifacts/    what a program run by `reprun exec` left
+//   events.jsonl    exec: the torch.save and torch.load calls of a program, and the state at its
+//                   resume boundary (one JSON line each, written by reprun_capture)
+//   processes/N/    exec --vary resume: the files of the run's N-th process (1 killed, 2 resumed),
+//                   each a folder with the per-process files above (capture-steps.jsonl,
+//                   framework.json, events.jsonl, stdout.txt, stderr.txt)
 // Lines of the logs are written with one write() each, so a crash leaves at most one partial last
 // line, which readers ignore. Files of a run directory are used only when they are not symbolic
 // links: reprun never follows a run directory's contents outside it.
@@ -30,7 +35,9 @@ inline constexpr int k_run_format_version = 1;
 // capture_steps and framework_facts are written by reprun_capture inside a Python program run by
 // `reprun exec` (the automatic step log and the framework facts; exec moves them into steps.jsonl
 // and the manifest); op_trace is a replay's op trace (docs/run-format.md).
-enum class RunFile { manifest, steps, evals, summary, lock, stdout_log, stderr_log, capture_steps, framework_facts, op_trace };
+enum class RunFile {
+  manifest, steps, evals, summary, lock, stdout_log, stderr_log, capture_steps, framework_facts, op_trace, events
+};
 
 // Integrity facts of a log: its complete records and the XXH3-64 of their bytes ("xxh3:<hex>",
 // each line with its '\n'; a partial last line is not a record). Recorded in summary.json at the
@@ -163,6 +170,12 @@ public:
 
   // exec: where the copy of an artifact named `file_name` goes (artifacts/ is created).
   std::string artifact_path(const std::string& file_name) const;
+
+  // exec --vary resume: the folder of the run's `n`-th process (processes/<n>/, created), whose
+  // file() paths are that process's own files. The run's own files stay where they are.
+  RunDir process(int n) const;
+  // The process folders that exist, in number order (1, 2, ...); symbolic links are left out.
+  std::vector<int> processes() const;
 
 private:
   explicit RunDir(std::string path) : m_path(std::move(path)) {}

@@ -1,0 +1,580 @@
+"""Checkpoints and the resume boundary, seen from inside an unmodified PyTorch program.
+
+Every torch.save and torch.load of the program's own processes is recorded in REPRUN_EVENTS, one JSON
+line per event (docs/run-format.md, "events.jsonl"): the optimizer step it follows, the path, the
+SHA-256 of the bytes written (read back from a path; a file object or BytesIO through a proxy that
+hashes its writes) or read, and for a save whether it is a checkpoint (it holds an optimizer's
+state_dict or the trained parameters) and what it holds. reprun exec matches loads to saves by
+digest: a run that reads another run's checkpoint is an error, never a divergence. Other formats
+(safetensors, numpy, pickle without torch.save) are not seen.
+
+Under `reprun exec --vary resume=N`:
+- run-1 (REPRUN_BOUNDARY_STEPS=N) fingerprints the state a resume must restore at its first training
+  forward (what the program's own seeding gives), at each checkpoint save after a step <= N, and at
+  the resume boundary that follows it: the first forward with grad enabled on a module in training
+  mode after that step. Between the save and the boundary it notes the first random op it runs;
+- the process to be preempted (REPRUN_KILL_AFTER_STEP=N) kills itself with SIGKILL at its first
+  training forward after step N, so that a save the program makes right after step N is on disk;
+- the resumed process (REPRUN_RESUME_SAVES, the killed process's events) numbers its steps on from
+  the step of the checkpoint it loaded, and fingerprints the state at its first training forward.
+
+The state: the parameters, each optimizer's tensors and step counts and its param_groups
+hyperparameters, each LR scheduler's state, each GradScaler's scale, torch's CPU and CUDA generators,
+the generators of DataLoaders and samplers, numpy's and Python's global generators, and the batch
+(the inputs of the boundary forward). Each is kept as a digest and a few readable details.
+"""
+
+import functools
+import hashlib
+import json
+import os
+import signal
+import sys
+import weakref
+
+# Ops that draw from a generator (the base of the op name, "aten.bernoulli_.float" -> "bernoulli_").
+RANDOM_OPS = frozenset({
+    "bernoulli", "bernoulli_", "normal", "normal_", "uniform_", "random_", "randint", "randint_like", "rand",
+    "rand_like", "randn", "randn_like", "randperm", "multinomial", "exponential_", "geometric_", "cauchy_",
+    "log_normal_", "native_dropout", "dropout", "_fused_dropout", "rrelu_with_noise", "poisson", "_standard_gamma",
+    "_sample_dirichlet", "binomial"})
+
+
+def _sha(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def _text_digest(obj):
+    return _sha(json.dumps(obj, sort_keys=True, default=repr).encode())[:32]
+
+
+def _plain_value(v):
+    """A hyperparameter or scheduler value as JSON can hold it (tensors as lists, the rest as repr)."""
+    if isinstance(v, (bool, int, str)) or v is None:
+        return v
+    if isinstance(v, float):
+        return float.__repr__(v)
+    if isinstance(v, (list, tuple)):
+        return [_plain_value(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _plain_value(x) for k, x in v.items()}
+    tolist = getattr(v, "tolist", None)
+    if callable(tolist):
+        try:
+            return _plain_value(tolist())
+        except Exception:
+            pass
+    return type(v).__name__
+
+
+class _HashingWriter:
+    """A file object's stand-in for torch.save: every write is hashed, then passed on."""
+
+    def __init__(self, f):
+        self._f = f
+        self._h = hashlib.sha256()
+        self.bytes = 0
+
+    def write(self, data):
+        self._h.update(data)
+        self.bytes += len(memoryview(data).cast("B"))
+        return self._f.write(data)
+
+    def digest(self):
+        return self._h.hexdigest()
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+
+class CheckpointWatch:
+    def __init__(self, cap, env):
+        self.cap = cap
+        self.torch = cap.torch
+        self.events_path = env.get("REPRUN_EVENTS")
+        self.boundary_steps = int(env.get("REPRUN_BOUNDARY_STEPS") or 0)
+        self.kill_after = int(env["REPRUN_KILL_AFTER_STEP"]) if env.get("REPRUN_KILL_AFTER_STEP") else None
+        self.resume_saves = self._read_saves(env.get("REPRUN_RESUME_SAVES"))
+        self.fd = None
+        self.optimizers = []  # weakrefs, in creation order
+        self.schedulers = []
+        self.scalers = []
+        self.loaders = []  # (weakref to a DataLoader, the line that made it)
+        self.first_done = not self.boundary_steps  # run-1 under --vary resume: the state seeding gives
+        self.pending = None  # run-1: the step of a checkpoint save whose boundary is still to come
+        self.recorded = set()  # run-1: steps whose save state was recorded
+        self.resumed_from = None  # the resumed process: the step of the checkpoint it loaded
+        self.resume_boundary_done = not self.resume_saves
+        self.draws = {}  # run-1, between a save and its boundary: the first random op on "default" and "own" generators
+        self.draw_mode = None
+
+    # ---- what is wanted -----------------------------------------------------------------------
+    def wants_forwards(self):
+        """Whether module forwards must still be watched (the global hooks stay while they must)."""
+        mode = self.cap.mode
+        return (not self.first_done or self.pending is not None or not self.resume_boundary_done
+                or self.kill_after is not None
+                or (self.boundary_steps and self.cap.step <= self.boundary_steps)
+                or (mode is not None and not getattr(mode, "recording", True)))
+
+    # ---- installation -------------------------------------------------------------------------
+    def install(self):
+        torch = self.torch
+        self._patch_save_load()
+        self._track_init(torch.optim.Optimizer, self.optimizers)
+        sched = torch.optim.lr_scheduler
+        for name in ("LRScheduler", "_LRScheduler", "ReduceLROnPlateau"):
+            cls = getattr(sched, name, None)
+            if cls is not None:
+                self._track_init(cls, self.schedulers)
+        for mod_name in ("amp", "cuda.amp"):
+            mod = torch
+            for part in mod_name.split("."):
+                mod = getattr(mod, part, None)
+            cls = getattr(mod, "GradScaler", None) if mod is not None else None
+            if cls is not None:
+                self._track_init(cls, self.scalers)
+        self._track_loaders()
+
+    def _track_init(self, cls, into):
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_reprun_wrapped", False):
+            return
+
+        @functools.wraps(init)
+        def wrapped(obj, *args, **kwargs):
+            init(obj, *args, **kwargs)
+            try:
+                if not any(r() is obj for r in into):
+                    into.append(weakref.ref(obj))
+            except Exception:
+                pass
+
+        wrapped._reprun_wrapped = True
+        cls.__init__ = wrapped
+
+    def _track_loaders(self):
+        DataLoader = self.torch.utils.data.DataLoader
+        init = DataLoader.__init__
+        watch = self
+
+        @functools.wraps(init)
+        def wrapped(loader, *args, **kwargs):
+            init(loader, *args, **kwargs)
+            try:  # named by file name and line: a state's name must be the same in every process
+                line = watch._user_line()
+                watch.loaders.append((weakref.ref(loader), os.path.basename(line) if line else ""))
+            except Exception:
+                pass
+
+        DataLoader.__init__ = wrapped
+
+    def _user_line(self):
+        from .trace import _SourceLines
+
+        lines = getattr(self, "_lines", None)
+        if lines is None:
+            lines = self._lines = _SourceLines(self.torch)
+        return lines.find(sys._getframe(2))[1]
+
+    # ---- torch.save and torch.load ------------------------------------------------------------
+    def _patch_save_load(self):
+        torch = self.torch
+        watch = self
+        save, load = torch.save, torch.load
+
+        @functools.wraps(save)
+        def reprun_save(obj, f, *args, **kwargs):
+            if not watch.active():
+                return save(obj, f, *args, **kwargs)
+            where = watch._user_line()
+            path = os.fspath(f) if isinstance(f, (str, os.PathLike)) else None
+            writer = None if path is not None else _HashingWriter(f)
+            result = save(obj, f if writer is None else writer, *args, **kwargs)
+            watch.cap.busy, busy = True, watch.cap.busy
+            try:
+                watch.on_save(obj, path, writer, where, f)
+            except Exception as e:
+                watch.cap._fail("torch.save", e)
+            finally:
+                watch.cap.busy = busy
+            return result
+
+        @functools.wraps(load)
+        def reprun_load(f, *args, **kwargs):
+            if not watch.active():
+                return load(f, *args, **kwargs)
+            watch.cap.busy, busy = True, watch.cap.busy
+            try:
+                event = watch.before_load(f, watch._user_line())
+            except Exception as e:
+                watch.cap._fail("torch.load", e)
+                event = None
+            finally:
+                watch.cap.busy = busy
+            result = load(f, *args, **kwargs)
+            if event is not None:
+                watch.cap.busy, busy = True, watch.cap.busy
+                try:
+                    event["holds"] = sorted(watch._holds(result))
+                    watch.after_load(event)
+                except Exception as e:
+                    watch.cap._fail("torch.load", e)
+                finally:
+                    watch.cap.busy = busy
+            return result
+
+        torch.save = reprun_save
+        torch.load = reprun_load
+        # Modules that took `from torch import save` before the capture was installed keep theirs;
+        # torch.serialization's own names are what most code reaches.
+        torch.serialization.save = reprun_save
+        torch.serialization.load = reprun_load
+
+    def active(self):
+        cap = self.cap
+        return not cap.failed and os.getpid() == cap.pid and not cap.busy
+
+    def on_save(self, obj, path, writer, where, f):
+        if path is not None:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            digest, size = _sha(data), len(data)
+        else:
+            digest, size = writer.digest(), writer.bytes
+        holds = self._holds(obj)
+        kind = "checkpoint" if ("optimizer" in holds or "parameters" in holds) else "other"
+        cap = self.cap
+        event = {"event": "save", "step": cap.step, "kind": kind, "holds": sorted(holds),
+                 "path": path if path is not None else self._object_name(f),
+                 "file": os.path.abspath(path) if path is not None else "", "sha256": digest, "bytes": size,
+                 "where": where}
+        if cap.backward_since_step:
+            event["after_backward"] = True  # saved between backward() and the optimizer's step()
+        self.write(event)
+        if kind == "checkpoint" and self.boundary_steps and cap.step <= self.boundary_steps:
+            if cap.step not in self.recorded:
+                self.recorded.add(cap.step)
+                self.write({"event": "state", "at": "save", "step": cap.step, "where": where,
+                            "states": self.snapshot()})
+            self.pending = cap.step
+            self._watch_draws()
+
+    def _object_name(self, f):
+        name = getattr(f, "name", None)
+        return name if isinstance(name, str) else f"<{type(f).__name__}>"
+
+    def before_load(self, f, where):
+        file = ""
+        if isinstance(f, (str, os.PathLike)):
+            path = os.fspath(f)
+            file = os.path.abspath(path)
+            with open(path, "rb") as fh:
+                data = fh.read()
+        else:
+            path = self._object_name(f)
+            try:
+                pos = f.tell()
+                data = f.read()
+                f.seek(pos)
+            except Exception:
+                data = None
+        return {"event": "load", "step": self.cap.step, "path": path, "file": file,
+                "sha256": _sha(data) if data is not None else "", "bytes": len(data) if data is not None else 0,
+                "where": where}
+
+    def after_load(self, event):
+        cap = self.cap
+        step = self.resume_saves.get(event["sha256"]) if event["sha256"] else None
+        if step is not None and cap.steps_here == 0:
+            # The resumed process loaded the killed one's checkpoint before its first step: its
+            # steps go on from there.
+            event["resumes_step"] = step
+            self.resumed_from = step
+            cap.step = step
+        self.write(event)
+
+    def _holds(self, obj):
+        """What a saved object holds: optimizer, parameters, scheduler, scaler, generator."""
+        torch = self.torch
+        params = {}
+        for r in self.optimizers:
+            opt = r()
+            if opt is not None:
+                for g in opt.param_groups:
+                    for p in g["params"]:
+                        if isinstance(p, torch.Tensor):
+                            try:
+                                params[p.data_ptr()] = p
+                            except Exception:
+                                pass
+        names = set(self.cap.param_names.values())
+        holds = set()
+        seen = set()
+
+        def visit(x, depth):
+            if depth > 6 or id(x) in seen:
+                return
+            seen.add(id(x))
+            if isinstance(x, torch.Tensor):
+                try:
+                    if x.layout == torch.strided and x.data_ptr() in params:
+                        holds.add("parameters")
+                    elif x.dtype == torch.uint8 and x.dim() == 1 and x.numel() in (5056, 16):
+                        holds.add("generator")  # torch.get_rng_state() (CPU: 5056 bytes; CUDA: 16)
+                except Exception:
+                    pass
+                return
+            if isinstance(x, torch.nn.Module):
+                if any(p.data_ptr() in params for p in x.parameters()):
+                    holds.add("parameters")
+                return
+            if isinstance(x, torch.optim.Optimizer):
+                holds.add("optimizer")
+                return
+            if isinstance(x, dict):
+                keys = set(x.keys())
+                if {"state", "param_groups"} <= keys:
+                    holds.add("optimizer")
+                if {"last_epoch", "base_lrs"} <= keys:
+                    holds.add("scheduler")
+                if {"scale", "growth_factor"} <= keys:
+                    holds.add("scaler")
+                # A state_dict: tensors under the parameters' names (a copy, or loaded from a file).
+                if any(isinstance(k, str) and (k in names or k.endswith((".weight", ".bias")))
+                       and isinstance(v, torch.Tensor) for k, v in x.items()):
+                    holds.add("parameters")
+                for v in x.values():
+                    visit(v, depth + 1)
+            elif isinstance(x, (list, tuple)):
+                numpy_state = len(x) == 5 and x[0] == "MT19937"  # numpy.random.get_state()
+                python_state = len(x) == 3 and isinstance(x[0], int) and isinstance(x[1], tuple)  # random.getstate()
+                if numpy_state or python_state:
+                    holds.add("generator")
+                    return
+                for v in x:
+                    visit(v, depth + 1)
+
+        visit(obj, 0)
+        return holds
+
+    # ---- the events file ----------------------------------------------------------------------
+    def write(self, event):
+        if not self.events_path:
+            return
+        event["pid"] = os.getpid()
+        if self.fd is None:
+            self.fd = os.open(self.events_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        data = (json.dumps(event, separators=(",", ":")) + "\n").encode()
+        while data:
+            data = data[os.write(self.fd, data):]
+
+    def _read_saves(self, path):
+        """digest -> step of the checkpoint saves in the killed process's events."""
+        saves = {}
+        if not path:
+            return saves
+        try:
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        e = json.loads(line)
+                    except ValueError:
+                        continue
+                    if e.get("event") == "save" and e.get("kind") == "checkpoint" and e.get("sha256"):
+                        saves[e["sha256"]] = e["step"]
+        except OSError:
+            pass
+        return saves
+
+    # ---- forwards: the first one, the boundary, the kill --------------------------------------
+    def at_forward(self, module, inputs):
+        """A module called at the top level (not inside another's forward)."""
+        torch = self.torch
+        if not module.training or not torch.is_grad_enabled():
+            return
+        cap = self.cap
+        if self.kill_after is not None and cap.step >= self.kill_after:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+        if not self.first_done:
+            self.first_done = True
+            self.write({"event": "state", "at": "first", "step": cap.step, "states": self.snapshot(inputs)})
+        if self.pending is not None:
+            if cap.step == self.pending:
+                self.write({"event": "state", "at": "boundary", "step": cap.step, "draws": self.draws,
+                            "states": self.snapshot(inputs)})
+            self.pending = None
+            self._stop_draws()
+        if not self.resume_boundary_done:
+            self.resume_boundary_done = True
+            self.write({"event": "state", "at": "resumed", "step": cap.step, "resumed_from": self.resumed_from,
+                        "states": self.snapshot(inputs)})
+        mode = cap.mode
+        if mode is not None and not getattr(mode, "recording", True) and cap.step >= mode.trace_from:
+            mode.start_recording()
+
+    def at_backward(self):
+        """A backward with no training forward of a module seen since the last step (a functional
+        model): the boundary (or the kill) is here, without a batch."""
+        if self.wants_forwards():
+            self.at_forward(_NoModule, ())
+
+    # ---- draws between a save and its boundary ------------------------------------------------
+    def _watch_draws(self):
+        if self.draw_mode is not None:
+            return
+        self.draws = {}
+        try:
+            from torch.utils._python_dispatch import TorchDispatchMode
+        except ImportError:
+            return
+        watch = self
+
+        class _ReprunDraws(TorchDispatchMode):
+            supports_higher_order_operators = True
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                if len(watch.draws) < 2 and not watch.cap.busy:
+                    name = str(func)
+                    base = name.split(".")[1] if name.count(".") >= 1 else name
+                    if base in RANDOM_OPS:
+                        which = "default" if kwargs.get("generator") is None else "own"
+                        if which not in watch.draws:
+                            watch.draws[which] = {"op": ".".join(name.split(".")[:2]),
+                                                  "where": watch._user_line_from(sys._getframe(1))}
+                return func(*args, **kwargs)
+
+        self.draw_mode = _ReprunDraws()
+        self.draw_mode.__enter__()
+
+    def _user_line_from(self, frame):
+        from .trace import _SourceLines
+
+        lines = getattr(self, "_lines", None)
+        if lines is None:
+            lines = self._lines = _SourceLines(self.torch)
+        return lines.find(frame)[1]
+
+    def _stop_draws(self):
+        if self.draw_mode is not None:
+            try:
+                self.draw_mode.__exit__(None, None, None)
+            except Exception:
+                pass
+            self.draw_mode = None
+
+    # ---- the state ----------------------------------------------------------------------------
+    def snapshot(self, inputs=None):
+        """{name: {"kind": ..., "digest": ..., "detail": {...}}} of the state a resume must restore."""
+        cap = self.cap
+        cap.busy, busy = True, cap.busy
+        try:
+            return self._snapshot(inputs)
+        finally:
+            cap.busy = busy
+
+    def _snapshot(self, inputs):
+        torch = self.torch
+        fp = self.cap.fp
+        out = {}
+
+        def add(name, kind, digest, detail=None):
+            out[name] = {"kind": kind, "digest": digest, "detail": detail or {}}
+
+        optimizers = [o for o in (r() for r in self.optimizers) if o is not None]
+        params, names = [], []
+        for opt in optimizers:
+            for g in opt.param_groups:
+                for p in g["params"]:
+                    if isinstance(p, torch.Tensor) and all(p is not q for q in params):
+                        params.append(p)
+        names = [n or f"param.{i}" for i, n in enumerate(self.cap._names_for(params))]
+        fps = fp.many(params)
+        add("parameters", "parameters", _text_digest(fps), {"tensors": len(params), "fingerprints": dict(zip(names, fps))})
+        by_id = {id(p): n for p, n in zip(params, names)}
+        for i, opt in enumerate(optimizers):
+            label = f"optimizer {i} ({type(opt).__name__})"
+            items, tensors, keys = {}, [], []
+            for p, st in opt.state.items():
+                for k, v in st.items():
+                    key = f"{by_id.get(id(p), '?')}.{k}"
+                    if isinstance(v, torch.Tensor) and v.numel() > 1:
+                        tensors.append(v)
+                        keys.append(key)
+                    else:
+                        items[key] = _plain_value(v)
+            for k, f in zip(keys, fp.many(tensors)):
+                items[k] = f
+            steps = sorted({v for k, v in items.items() if k.endswith(".step")}, key=str)
+            add(label + ": state", "optimizer", _text_digest(items),
+                {"entries": len(items), "steps": steps[:3], "fingerprints": items})
+            groups = [{k: _plain_value(v) for k, v in g.items() if k != "params"} for g in opt.param_groups]
+            add(label + ": hyperparameters", "hyperparameters", _text_digest(groups), {"param_groups": groups})
+        for i, s in enumerate(o for o in (r() for r in self.schedulers) if o is not None):
+            try:
+                state = {k: _plain_value(v) for k, v in s.state_dict().items() if k not in ("optimizer",)}
+            except Exception:
+                state = {k: _plain_value(v) for k, v in vars(s).items() if k != "optimizer"}
+            detail = {k: state[k] for k in ("last_epoch", "_last_lr", "_step_count") if k in state}
+            add(f"scheduler {i} ({type(s).__name__})", "scheduler", _text_digest(state), detail)
+        for i, sc in enumerate(o for o in (r() for r in self.scalers) if o is not None):
+            try:
+                state = _plain_value(sc.state_dict())
+            except Exception:
+                state = {}
+            add(f"GradScaler {i}", "scaler", _text_digest(state), state if isinstance(state, dict) else {})
+        add("torch CPU generator", "generator", _sha(bytes(torch.get_rng_state().numpy()))[:32])
+        try:
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                for d, st in enumerate(torch.cuda.get_rng_state_all()):
+                    add(f"torch CUDA generator {d}", "generator", _sha(bytes(st.numpy()))[:32])
+        except Exception:
+            pass
+        seen = set()
+        for r, line in self.loaders:
+            loader = r()
+            if loader is None:
+                continue
+            where = f" ({line})" if line else ""
+            sampler = getattr(loader, "sampler", None)
+            batch_sampler = getattr(loader, "batch_sampler", None)
+            for what, gen in (("DataLoader generator", getattr(loader, "generator", None)),
+                              ("sampler generator", getattr(sampler, "generator", None)),
+                              ("batch sampler generator",
+                               getattr(getattr(batch_sampler, "sampler", None), "generator", None))):
+                if isinstance(gen, torch.Generator) and id(gen) not in seen:
+                    seen.add(id(gen))
+                    add(what + where, "generator", _sha(bytes(gen.get_state().numpy()))[:32])
+            epoch = getattr(sampler, "epoch", None)
+            if isinstance(epoch, int) and hasattr(sampler, "set_epoch"):
+                add("sampler epoch" + where, "data", _text_digest(epoch), {"epoch": epoch})
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            try:
+                st = numpy.random.get_state()
+                add("numpy global generator", "generator",
+                    _sha(st[1].tobytes() + repr((st[0], st[2], st[3], st[4])).encode())[:32])
+            except Exception:
+                pass
+        import random
+
+        add("Python random", "generator", _text_digest(random.getstate()))
+        if inputs is not None and inputs != ():
+            from torch.utils._pytree import tree_flatten
+
+            leaves, _ = tree_flatten(inputs)
+            tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
+            if tensors:
+                bfps = fp.many(tensors)
+                add("batch", "batch", _text_digest(bfps), {"tensors": len(tensors), "shapes": [list(t.shape) for t in tensors]})
+        return out
+
+
+class _NoModuleType:
+    training = True
+
+
+_NoModule = _NoModuleType()

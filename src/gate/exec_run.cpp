@@ -1,0 +1,655 @@
+// One run of `reprun exec`: see exec_run.hpp.
+#include "gate/exec_run.hpp"
+
+#include "reprun/core/atomic_file.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/core/hash.hpp"
+#include "reprun/meta/snapshot.hpp"
+#include "reprun/meta/world.hpp"
+#include "reprun/record/step_record.hpp"
+#include "reprun/record/steplog.hpp"
+#include "reprun/train/backend.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace reprun {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+struct Pin {
+  std::string name, value, source; // source: pinned | kept (already set) | --pin | vary
+};
+
+std::pair<std::string, std::string> split_assignment(const std::string& s, const std::string& flag) {
+  auto eq = s.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw Error(flag + " " + s, "expected NAME=VALUE");
+  }
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+// --vary env:NAME=V1,V2,... and resume=N1,N2,... (exec varies the environment, or kills a run
+// after a step and resumes it).
+void parse_vary(const std::vector<std::string>& vary, std::vector<VaryEnv>& env, std::vector<long>& resume) {
+  for (const auto& v : vary) {
+    if (v.rfind("resume=", 0) == 0) {
+      std::string list = v.substr(7);
+      size_t start = 0;
+      for (;;) {
+        const size_t comma = list.find(',', start);
+        const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        char* end = nullptr;
+        const long n = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || n < 1) {
+          throw Error("--vary " + v, fmt::format("'{}' is not a step: expected resume=N1,N2,... with each N >= 1 (the "
+                                                 "optimizer step after which a run is killed)",
+                                                 item));
+        }
+        resume.push_back(n);
+        if (comma == std::string::npos) {
+          break;
+        }
+        start = comma + 1;
+      }
+      continue;
+    }
+    if (v.rfind("env:", 0) != 0) {
+      throw Error("--vary " + v, "exec varies environment variables or kills and resumes runs: expected "
+                                 "env:NAME=V1,V2,... or resume=N1,N2,...");
+    }
+    auto [name, list] = split_assignment(v.substr(4), "--vary");
+    VaryEnv e{name, {}};
+    size_t start = 0;
+    for (;;) {
+      size_t comma = list.find(',', start);
+      e.values.push_back(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) {
+        break;
+      }
+      start = comma + 1;
+    }
+    env.push_back(e);
+  }
+}
+
+// Interpreter version when the program is Python (directly, or a script with a python shebang).
+ojson interpreter_of(const World& world, const std::string& exe) {
+  std::string interp;
+  std::string base = fs::path(exe).filename().string();
+  if (base.rfind("python", 0) == 0) {
+    interp = exe;
+  } else {
+    std::string head(256, '\0');
+    {
+      std::ifstream in(exe, std::ios::binary); // the first line only: the program may be a large binary
+      in.read(head.data(), static_cast<std::streamsize>(head.size()));
+      head.resize(static_cast<size_t>(in.gcount()));
+    }
+    {
+      if (head.rfind("#!", 0) == 0) {
+        std::string line = head.substr(2, head.find('\n') - 2);
+        if (line.find("python") != std::string::npos) {
+          // "#!/usr/bin/env python3" or "#!/usr/bin/python3 -u"
+          std::vector<std::string> words;
+          size_t p = 0;
+          while (p < line.size()) {
+            size_t q = line.find(' ', p);
+            std::string w = line.substr(p, q == std::string::npos ? std::string::npos : q - p);
+            if (!w.empty()) {
+              words.push_back(w);
+            }
+            p = q == std::string::npos ? line.size() : q + 1;
+          }
+          if (!words.empty()) {
+            interp = fs::path(words[0]).filename() == "env" && words.size() > 1 ? words[1] : words[0];
+          }
+        }
+      }
+    }
+  }
+  if (interp.empty()) {
+    return nullptr;
+  }
+  auto v = world.run_command({interp, "--version"}, "");
+  std::string s = v ? *v : "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) {
+    s.pop_back();
+  }
+  return {{"path", interp}, {"version", s.empty() ? ojson(nullptr) : ojson(s)}};
+}
+
+// Builds steps.jsonl from the program's stdout with --loss-regex: group 1 is the loss, or, with
+// two groups, group 1 the step and group 2 the loss.
+long steps_from_stdout(const std::string& stdout_path, const std::regex& re, const std::string& steps_path) {
+  std::string text = read_file(stdout_path);
+  std::string out;
+  long n = 0, prev = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string line = text.substr(pos, (nl == std::string::npos ? text.size() : nl) - pos);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    std::smatch m;
+    if (!std::regex_search(line, m, re) || m.size() < 2) {
+      continue;
+    }
+    std::string loss_s = m[m.size() >= 3 ? 2 : 1].str();
+    char* end = nullptr;
+    double loss = std::strtod(loss_s.c_str(), &end);
+    if (loss_s.empty() || *end != '\0') {
+      continue;
+    }
+    long step = prev + 1;
+    if (m.size() >= 3) {
+      step = std::strtol(m[1].str().c_str(), nullptr, 10);
+      if (step <= prev) {
+        continue;
+      }
+    }
+    prev = step;
+    out += format_loss_line(step, loss);
+    ++n;
+  }
+  write_file_atomic(steps_path, out);
+  return n;
+}
+
+// reprun's Python package: beside the binary in the build folder (python/), or under
+// share/reprun/python of an installation (bin/reprun). "" when neither holds it.
+std::string find_capture_package() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) {
+    return "";
+  }
+  for (const fs::path& dir : {exe.parent_path() / "python", exe.parent_path().parent_path() / "share" / "reprun" / "python"}) {
+    if (fs::is_regular_file(dir / "sitecustomize.py", ec) && fs::is_regular_file(dir / "reprun_capture" / "__init__.py", ec)) {
+      return fs::weakly_canonical(dir, ec).string();
+    }
+  }
+  return "";
+}
+
+// Replaces any earlier pin of the same name.
+void set_pin(std::vector<Pin>& pins, Pin p) {
+  pins.erase(std::remove_if(pins.begin(), pins.end(), [&](const Pin& q) { return q.name == p.name; }), pins.end());
+  pins.push_back(std::move(p));
+}
+
+// The child's environment for run `i`: ours, the default pins, --pin, --vary.
+std::vector<Pin> child_environment(const ExecPlan& plan, int i, std::map<std::string, std::string>& env,
+                                   std::string& variation) {
+  env = plan.base_env;
+  std::vector<Pin> pins;
+  if (plan.opt.pin) {
+    for (const auto& [name, value] : default_pins()) {
+      auto it = env.find(name);
+      if (it != env.end()) {
+        pins.push_back({name, it->second, "kept (already set)"});
+      } else {
+        env[name] = value;
+        pins.push_back({name, value, "pinned"});
+      }
+    }
+  }
+  for (const auto& [name, value] : plan.user_pins) {
+    env[name] = value;
+    set_pin(pins, {name, value, "--pin"});
+  }
+  for (const auto& v : plan.vary) {
+    const std::string& value = v.values[static_cast<size_t>(i - 1) % v.values.size()];
+    env[v.name] = value;
+    set_pin(pins, {v.name, value, "vary"});
+    variation += (variation.empty() ? "" : "; ") + v.name + "=" +
+                 (looks_secret(v.name) ? std::string("(redacted)") : value);
+  }
+  return pins;
+}
+
+// Copies the --artifact files into the run directory and hashes them.
+ojson collect_artifacts(const RunDir& run, const std::vector<std::string>& files) {
+  ojson artifacts = ojson::array();
+  for (const auto& a : files) {
+    std::error_code ec;
+    if (!fs::is_regular_file(a, ec)) {
+      artifacts.push_back({{"path", a}, {"missing", true}});
+      continue;
+    }
+    std::string copy = run.artifact_path(a);
+    fs::copy_file(a, copy, fs::copy_options::overwrite_existing, ec);
+    uint64_t size = 0;
+    std::string digest = sha256_file(copy, &size);
+    artifacts.push_back({{"path", a}, {"size", size}, {"sha256", digest}});
+  }
+  return artifacts;
+}
+
+// The program's arguments with {run_dir} replaced by the run's directory.
+std::vector<std::string> expand_run_dir(std::vector<std::string> args, const std::string& run_dir) {
+  static const std::string k_token = "{run_dir}";
+  for (auto& a : args) {
+    for (size_t at = a.find(k_token); at != std::string::npos; at = a.find(k_token, at + run_dir.size())) {
+      a.replace(at, k_token.size(), run_dir);
+    }
+  }
+  return args;
+}
+
+ojson exec_manifest(const ExecPlan& plan, const RunInProgress& r, const std::string& log_source) {
+  ojson m;
+  m["format"] = k_run_format;
+  m["kind"] = "exec";
+  m["created"] = r.created;
+  m["command_line"] = plan.opt.argv;
+  m["working_directory"] = plan.world.current_directory();
+  m["program"] = {{"argv", plan.opt.argv},
+                  {"executable", plan.exe},
+                  {"argv_files", plan.argv_files},
+                  {"interpreter", plan.interpreter},
+                  {"run_dir", r.run.path()},
+                  {"step_log", log_source}};
+  std::vector<std::string> written = plan.opt.argv;
+  written[0] = plan.exe;
+  if (r.argv != written) {
+    // {run_dir} (or --resume-arg) made this run's arguments its own: argv stays as written, so that
+    // runs do not differ by their directories; what ran is here, expected to differ.
+    std::vector<std::string> ran = r.argv;
+    ran[0] = plan.opt.argv[0];
+    m["program"]["argv_expanded"] = ran;
+  }
+  m["pins"] = r.pins;
+  EnvironmentWorld child(plan.world, r.env);
+  SnapshotOptions so;
+  so.env_allow = plan.opt.env_allow;
+  so.kernels = kernel_facts();
+  for (const auto& p : r.pin_names) {
+    so.env_allow.push_back(p);
+  }
+  ojson snap = machine_snapshot(child, so);
+  for (auto it = snap.begin(); it != snap.end(); ++it) {
+    m[it.key()] = *it;
+  }
+  return m;
+}
+
+// Kills the process once its own step log (or its stdout through --loss-regex) shows `step`: a
+// program without reprun's capture, preempted after a step. Polls every 20 ms until `done`.
+class LogWatch {
+public:
+  LogWatch(const ExecPlan& plan, std::string path, long step, std::atomic<bool>& kill)
+      : m_plan(plan), m_path(std::move(path)), m_step(step), m_kill(kill) {
+    m_thread = std::thread([this] { watch(); });
+  }
+  ~LogWatch() {
+    m_done = true;
+    m_thread.join();
+  }
+  LogWatch(const LogWatch&) = delete;
+  LogWatch& operator=(const LogWatch&) = delete;
+
+private:
+  void watch() {
+    while (!m_done && !m_kill) {
+      if (last_step() >= m_step) {
+        m_kill = true;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  long last_step() const {
+    std::string text;
+    try {
+      text = read_file(m_path);
+    } catch (const Error&) {
+      return -1;
+    }
+    long last = -1;
+    size_t pos = 0, count = 0;
+    while (pos < text.size()) {
+      const size_t nl = text.find('\n', pos);
+      if (nl == std::string::npos) {
+        break; // a line being written
+      }
+      const std::string line = text.substr(pos, nl - pos);
+      pos = nl + 1;
+      if (m_plan.loss_re) {
+        std::smatch m;
+        if (std::regex_search(line, m, *m_plan.loss_re) && m.size() >= 3) {
+          last = std::max(last, std::strtol(m[1].str().c_str(), nullptr, 10));
+        } else if (std::regex_search(line, m, *m_plan.loss_re)) {
+          last = static_cast<long>(++count);
+        }
+      } else {
+        last = std::max(last, quick_step(line));
+      }
+    }
+    return last;
+  }
+  const ExecPlan& m_plan;
+  std::string m_path;
+  long m_step;
+  std::atomic<bool>& m_kill;
+  std::atomic<bool> m_done{false};
+  std::thread m_thread;
+};
+
+} // namespace
+
+std::string validate_step_log(const std::string& path, long& records, double& last_loss, bool& has_loss) {
+  std::string text = read_file(path);
+  size_t pos = 0, keep = 0;
+  long lineno = 0, prev = -1;
+  std::string error;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string_view line(text.data() + pos, (nl == std::string::npos ? text.size() : nl) - pos);
+    ++lineno;
+    try {
+      if (nl == std::string::npos) {
+        throw Error(fmt::format("{}:{}", path, lineno), "last line is not terminated by a newline (cut short?)");
+      }
+      if (line.empty()) {
+        throw Error(fmt::format("{}:{}", path, lineno), "empty line");
+      }
+      ParsedStep p = parse_step_line(line, path, lineno);
+      if (p.step <= prev) {
+        throw Error(fmt::format("{}:{}", path, lineno),
+                    fmt::format("step {} after step {} (duplicate or decreasing step)", p.step, prev));
+      }
+      prev = p.step;
+      if (p.has_loss) {
+        last_loss = p.loss;
+        has_loss = true;
+      }
+    } catch (const Error& e) {
+      error = e.what();
+      break;
+    }
+    ++records;
+    pos = nl + 1;
+    keep = pos;
+  }
+  if (!error.empty()) {
+    write_file_atomic(path, std::string_view(text).substr(0, keep));
+  }
+  return error;
+}
+
+ExecPlan plan_exec(const ExecOptions& opt, const World& world) {
+  if (opt.argv.empty()) {
+    throw Error("exec: give the program to run after --, e.g. reprun exec -- python3 train.py");
+  }
+  ExecPlan plan{.opt = opt, .world = world, .exe = resolve_executable(opt.argv[0])};
+  parse_vary(opt.vary, plan.vary, plan.resume);
+  if (!opt.loss_regex.empty()) {
+    try {
+      plan.loss_re.emplace(opt.loss_regex, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      throw Error("--loss-regex " + opt.loss_regex, std::string("invalid regular expression: ") + e.what());
+    }
+    if (plan.loss_re->mark_count() < 1) {
+      throw Error("--loss-regex " + opt.loss_regex, "needs a capture group for the loss, e.g. 'loss=([0-9.eE+-]+)'");
+    }
+  }
+  for (const auto& p : opt.pins) {
+    plan.user_pins.push_back(split_assignment(p, "--pin"));
+  }
+  // Argument files (the script itself): hashed once, before the runs.
+  for (size_t i = 0; i < opt.argv.size(); ++i) {
+    std::error_code ec;
+    const std::string path = i == 0 ? plan.exe : opt.argv[i];
+    if (fs::is_regular_file(path, ec)) {
+      plan.argv_files.push_back({{"index", i}, {"path", opt.argv[i]}, {"sha256", sha256_file(path)}});
+    }
+  }
+  plan.interpreter = interpreter_of(world, plan.exe);
+  plan.base_env = world.environment();
+  if (opt.capture && !plan.interpreter.is_null()) {
+    plan.capture_dir = find_capture_package();
+    if (plan.capture_dir.empty() && opt.on_note) {
+      opt.on_note("reprun's Python package (sitecustomize.py, reprun_capture/) is not beside this binary nor "
+                  "under share/reprun/python: no automatic step log or op trace for this program");
+    }
+  }
+  for (const auto& a : opt.argv) {
+    plan.command += (plan.command.empty() ? "" : " ") + a;
+  }
+  return plan;
+}
+
+
+RunInProgress begin_run(const ExecPlan& plan, int i, const std::string& dir, const ReplaySpec& replay) {
+  const std::string path = fs::absolute(dir).string();
+  RunDir run = RunDir::create(path);
+  RunLock lock = run.lock();
+  RunInProgress r{.res = {}, .run = run, .lock = std::move(lock)};
+  r.res.index = i;
+  r.res.dir = path;
+  std::vector<Pin> pins = child_environment(plan, i, r.env, r.res.variation);
+  r.pins = ojson::object();
+  for (const auto& p : pins) {
+    // The value reaches the program, but a secret-looking name is never written down.
+    r.pins[p.name] = {{"value", looks_secret(p.name) ? "(redacted)" : p.value}, {"source", p.source}};
+    r.pin_names.push_back(p.name);
+  }
+  r.label = replay.any() ? fmt::format("the replay of run-{}", i) : fmt::format("run-{}", i);
+  r.created = plan.world.now_iso8601();
+  r.argv = expand_run_dir(plan.opt.argv, run.path());
+  r.argv[0] = plan.exe;
+  return r;
+}
+
+ProcessResult run_program(const ExecPlan& plan, RunInProgress& r, const ProcessPlan& p, const RunDir& files,
+                          const ReplaySpec& replay) {
+  std::map<std::string, std::string> env = r.env;
+  env["REPRUN_RUN_DIR"] = r.run.path();
+  env["REPRUN_STEP_LOG"] = files.file(RunFile::steps);
+  if (!plan.capture_dir.empty()) {
+    auto pp = env.find("PYTHONPATH");
+    env["PYTHONPATH"] = plan.capture_dir + (pp == env.end() || pp->second.empty() ? "" : ":" + pp->second);
+    env["REPRUN_CAPTURE"] = "1";
+    env["REPRUN_AUTO_STEP_LOG"] = files.file(RunFile::capture_steps);
+    env["REPRUN_FRAMEWORK_FILE"] = files.file(RunFile::framework_facts);
+    env["REPRUN_EVENTS"] = files.file(RunFile::events);
+    if (replay.trace_steps > 0) {
+      env["REPRUN_OP_TRACE"] = files.file(RunFile::op_trace);
+      env["REPRUN_OP_TRACE_STEPS"] = std::to_string(replay.trace_steps);
+    }
+    if (replay.trace_from >= 0) {
+      env["REPRUN_OP_TRACE_FROM"] = std::to_string(replay.trace_from); // ops counted from the resume boundary
+    }
+    if (replay.save_index >= 0) {
+      env["REPRUN_OP_SAVE"] = std::to_string(replay.save_index);
+      env["REPRUN_OP_SAVE_DIR"] = replay.save_dir;
+      env["REPRUN_OP_FIX"] = replay.fix_kind;
+      env["REPRUN_OP_THREADS"] = replay.threads;
+    }
+    for (const auto& [k, v] : p.env) {
+      env[k] = v;
+    }
+  }
+  std::vector<std::string> argv = r.argv;
+  const auto extra = expand_run_dir(p.extra_args, r.run.path());
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  if (plan.opt.on_note) {
+    std::string what = replay.trace_steps > 0 ? fmt::format("replay of run-{} with an op trace up to step {}", r.res.index,
+                                                            replay.trace_steps)
+                       : replay.save_index >= 0 ? fmt::format("replay of run-{} to save the inputs of op {}",
+                                                              r.res.index, replay.save_index)
+                                                : fmt::format("run-{}", r.res.index);
+    if (p.number == 1) {
+      what += ", to be killed";
+    } else if (p.number > 1) {
+      what += ", resumed";
+    }
+    std::string command = plan.command;
+    for (const auto& a : p.extra_args) {
+      command += " " + a;
+    }
+    plan.opt.on_note(fmt::format("{}: {}{}", what, command, r.res.variation.empty() ? "" : " (" + r.res.variation + ")"));
+  }
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.env = env;
+  spec.stdout_path = r.run.file(RunFile::stdout_log);
+  spec.stderr_path = r.run.file(RunFile::stderr_log);
+  spec.append = p.append_output;
+  spec.tee_fd = plan.opt.quiet ? -1 : 2;
+  std::atomic<bool> kill{false};
+  std::optional<LogWatch> watch;
+  if (p.kill_when_log_reaches > 0) {
+    spec.stop = &kill;
+    spec.stop_signal = SIGKILL;
+    watch.emplace(plan, plan.loss_re ? spec.stdout_path : files.file(RunFile::steps), p.kill_when_log_reaches, kill);
+  }
+  ProcessResult pr = run_process(spec);
+  watch.reset();
+  return pr;
+}
+
+StepLogFacts collect_step_log(const ExecPlan& plan, const RunDir& files, const std::string& steps_path) {
+  StepLogFacts f;
+  const std::string own_path = files.file(RunFile::steps);
+  const std::string auto_path = files.file(RunFile::capture_steps);
+  refuse_link(own_path);
+  refuse_link(auto_path);
+  refuse_link(steps_path);
+  std::error_code ec;
+  const bool program_log = fs::exists(own_path, ec);
+  if (program_log && own_path != steps_path) {
+    fs::rename(own_path, steps_path);
+  }
+  if (!program_log && !plan.loss_re && fs::exists(auto_path, ec)) {
+    fs::rename(auto_path, steps_path); // the program wrote none: reprun_capture's is the step log
+    f.source = "automatic";
+  } else {
+    fs::remove(auto_path, ec); // the program's own log (or --loss-regex) wins
+  }
+  if (program_log || f.source == "automatic") {
+    double last = 0;
+    bool has = false;
+    f.error = validate_step_log(steps_path, f.records, last, has);
+    if (has) {
+      f.last_loss = last;
+    }
+  } else if (plan.loss_re) {
+    f.source = "loss-regex";
+    f.records = steps_from_stdout(files.file(RunFile::stdout_log), *plan.loss_re, steps_path);
+  } else {
+    f.source = "none";
+    write_file_atomic(steps_path, "");
+  }
+  return f;
+}
+
+ojson take_framework_facts(const RunDir& files, std::vector<std::string>& notes) {
+  const std::string path = files.file(RunFile::framework_facts);
+  refuse_link(path);
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    return nullptr;
+  }
+  ojson j = ojson::parse(read_file(path), nullptr, false);
+  fs::remove(path, ec);
+  if (j.is_discarded() || !j.is_object()) {
+    notes.push_back(fmt::format("{}: the framework facts were malformed and are not recorded", path));
+    return nullptr;
+  }
+  return j;
+}
+
+std::string failure_block(const std::string& label, const ProcessResult& pr, const RunDir& files) {
+  constexpr size_t k_tail = 20;
+  std::string shown = files.file(RunFile::stderr_log);
+  std::string tail = tail_lines(shown, k_tail);
+  if (tail.empty()) {
+    shown = files.file(RunFile::stdout_log);
+    tail = tail_lines(shown, k_tail);
+  }
+  std::string block = tail.empty()
+                          ? fmt::format("{} failed ({}); it wrote nothing to stderr or stdout", label, pr.describe())
+                          : fmt::format("{} failed ({}); the last lines of {}:", label, pr.describe(), shown);
+  std::istringstream in(tail);
+  for (std::string l; std::getline(in, l);) {
+    block += "\n  | " + l;
+  }
+  return block;
+}
+
+CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult& pr, const StepLogFacts& log,
+                    const ojson& framework, std::vector<std::string>& failures) {
+  const RunDir& run = r.run;
+  ojson artifacts = collect_artifacts(run, plan.opt.artifacts);
+  uint64_t out_bytes = 0;
+  std::string out_digest = sha256_file(run.file(RunFile::stdout_log), &out_bytes);
+  ojson m = exec_manifest(plan, r, log.source);
+  if (!framework.is_null()) {
+    m["framework"] = framework;
+  }
+  m["outputs"] = {{"exit_code", pr.exit_code}, {"stdout_sha256", out_digest}, {"stdout_bytes", out_bytes},
+                  {"artifacts", artifacts}};
+  run.write_manifest(m);
+  RunSummary summary;
+  summary.status = pr.exit_code == 0 ? "complete" : "failed: " + pr.describe();
+  summary.exit_code = pr.exit_code;
+  summary.steps = log.records;
+  summary.train_loss = log.last_loss;
+  summary.has_eval_fields = false;
+  summary.wall_seconds = pr.wall_seconds;
+  summary.steps_log = run.log_facts(RunFile::steps);
+  run.write_summary(summary);
+  r.res.exit_code = pr.exit_code;
+  r.res.status = summary.status;
+  if (pr.exit_code != 0 && plan.opt.on_failure) {
+    plan.opt.on_failure(failure_block(r.label, pr, run));
+  }
+  if (pr.exit_code != 0) {
+    failures.push_back(fmt::format("{}: the program failed ({}); its output is in {}", r.label, pr.describe(),
+                                   run.file(RunFile::stderr_log)));
+  }
+  if (!log.error.empty()) {
+    failures.push_back(log.error + " (the valid prefix is kept)");
+  }
+  return r.res;
+}
+
+CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vector<std::string>& failures,
+                  bool& any_step_log, const ReplaySpec& replay, const ProcessPlan& process) {
+  RunInProgress r = begin_run(plan, i, dir, replay);
+  const ProcessResult pr = run_program(plan, r, process, r.run, replay);
+  const StepLogFacts log = collect_step_log(plan, r.run, r.run.file(RunFile::steps));
+  any_step_log = any_step_log || log.source != "none";
+  std::vector<std::string> notes;
+  const ojson framework = take_framework_facts(r.run, notes);
+  for (const auto& n : notes) {
+    if (plan.opt.on_note) {
+      plan.opt.on_note(n);
+    }
+  }
+  return finish_run(plan, r, pr, log, framework, failures);
+}
+
+std::vector<ProcessEvents> run_events(const RunDir& run) {
+  std::vector<ProcessEvents> out;
+  const auto numbers = run.processes();
+  if (numbers.empty()) {
+    out.push_back(read_events(run.file(RunFile::events)));
+  }
+  for (int n : numbers) {
+    out.push_back(read_events(run.process(n).file(RunFile::events)));
+  }
+  return out;
+}
+
+} // namespace reprun

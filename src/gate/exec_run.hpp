@@ -1,0 +1,123 @@
+// One run of `reprun exec` (private to src/gate/): the plan every run of an exec shares, and the
+// making of one run directory from one process of the program, or from several (a run killed
+// after a step and resumed, exec_resume.cpp). exec.cpp runs the runs and compares them.
+#pragma once
+
+#include "reprun/core/process.hpp"
+#include "reprun/gate/exec.hpp"
+#include "reprun/record/events.hpp"
+#include "reprun/record/run_dir.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace reprun {
+
+class World;
+
+struct VaryEnv {
+  std::string name;
+  std::vector<std::string> values;
+};
+
+// What every run of one exec shares: the program, its hashed argument files, the pins.
+struct ExecPlan {
+  const ExecOptions& opt;
+  const World& world;
+  std::string exe;
+  std::optional<std::regex> loss_re;
+  std::vector<VaryEnv> vary;
+  std::vector<long> resume; // --vary resume=N1,N2: run i+1 is killed after step N_i and resumed
+  std::vector<std::pair<std::string, std::string>> user_pins;
+  nlohmann::ordered_json argv_files = nlohmann::ordered_json::array();
+  nlohmann::ordered_json interpreter;
+  std::map<std::string, std::string> base_env;
+  std::string command;     // the program's command line, for messages
+  std::string capture_dir; // reprun's Python package, put on PYTHONPATH ("" when not capturing)
+};
+
+ExecPlan plan_exec(const ExecOptions& opt, const World& world);
+
+// What a replay adds to a run: an op trace up to `trace_steps` optimizer steps (from the resume
+// boundary after step `trace_from` when >= 0), or the inputs of op `save_index` and a repro.py in
+// `save_dir`.
+struct ReplaySpec {
+  long trace_steps = 0;
+  long trace_from = -1;
+  long save_index = -1;
+  std::string save_dir, fix_kind, threads;
+  bool any() const { return trace_steps > 0 || save_index >= 0; }
+};
+
+// One process of a run. Number 0 is a run's only process, whose files are the run's own; a run of
+// several processes gives each its folder (RunDir::process): 1 the killed one, 2 the resumed one.
+struct ProcessPlan {
+  int number = 0;
+  std::map<std::string, std::string> env;   // added to the run's environment
+  std::vector<std::string> extra_args;      // appended to the program's arguments ({run_dir} expanded)
+  long kill_when_log_reaches = 0;           // > 0: SIGKILL once the program's own step log (or its stdout
+                                            // through --loss-regex) shows this step
+  bool append_output = false;               // stdout.txt and stderr.txt go on after an earlier process's
+};
+
+// The step log a process leaves: the program's own (validated), or one built from its stdout with
+// --loss-regex, or the automatic one, or none.
+struct StepLogFacts {
+  std::string source = "program"; // program | loss-regex | automatic | none
+  std::string error;
+  long records = 0;
+  std::optional<double> last_loss;
+};
+
+// A run directory being made: locked, with the run's environment and pins.
+struct RunInProgress {
+  CheckRun res;
+  RunDir run;
+  RunLock lock;
+  std::map<std::string, std::string> env;
+  std::vector<std::string> pin_names;
+  nlohmann::ordered_json pins;
+  std::string label;   // "run-2", "the replay of run-2"
+  std::string created;
+  std::vector<std::string> argv; // as run ({run_dir} expanded)
+};
+
+RunInProgress begin_run(const ExecPlan& plan, int i, const std::string& dir, const ReplaySpec& replay);
+
+// Runs one process of the run to its end; `files` is where its per-process files go (the run's
+// own directory for process 0).
+ProcessResult run_program(const ExecPlan& plan, RunInProgress& r, const ProcessPlan& p, const RunDir& files,
+                          const ReplaySpec& replay);
+
+// The step log one process left in `files`, moved or built into `steps_path`.
+StepLogFacts collect_step_log(const ExecPlan& plan, const RunDir& files, const std::string& steps_path);
+
+// The framework facts reprun_capture wrote in `files` (null when it wrote none); the file is removed.
+nlohmann::ordered_json take_framework_facts(const RunDir& files, std::vector<std::string>& notes);
+
+// Writes the manifest and the summary, reports a failure of `pr` (the run's last process), and
+// returns the run. `log` describes the run's steps.jsonl as it now is.
+CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult& pr, const StepLogFacts& log,
+                    const nlohmann::ordered_json& framework, std::vector<std::string>& failures);
+
+// Runs the program once into `dir` (a replay adds what `replay` asks for); failures (exit status,
+// bad step log) go to `failures`.
+CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vector<std::string>& failures,
+                  bool& any_step_log, const ReplaySpec& replay = {}, const ProcessPlan& process = {});
+
+// Validates a step log; on the first bad line keeps the valid prefix and returns the error ("" when
+// the log is fine).
+std::string validate_step_log(const std::string& path, long& records, double& last_loss, bool& has_loss);
+
+// "run-2 failed (exit status 1); the last lines of .../stderr.txt:\n  | ...": the block exec shows.
+std::string failure_block(const std::string& label, const ProcessResult& pr, const RunDir& files);
+
+// The events every process of a run recorded (the run's own events.jsonl, or each process's).
+std::vector<ProcessEvents> run_events(const RunDir& run);
+
+} // namespace reprun
