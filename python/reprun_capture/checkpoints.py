@@ -394,10 +394,6 @@ class CheckpointWatch:
         if not module.training or not torch.is_grad_enabled():
             return
         cap = self.cap
-        if self.kill_after is not None and cap.step >= self.kill_after:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.kill(os.getpid(), signal.SIGKILL)
         if not self.first_done:
             self.first_done = True
             self.write({"event": "state", "at": "first", "step": cap.step, "states": self.snapshot(inputs)})
@@ -414,6 +410,11 @@ class CheckpointWatch:
         mode = cap.mode
         if mode is not None and not getattr(mode, "recording", True) and cap.step >= mode.trace_from:
             mode.start_recording()
+        if self.kill_after is not None and cap.step >= self.kill_after:
+            # Preempted: after the boundary state of a save right after step N is written.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
 
     def at_backward(self):
         """A backward with no training forward of a module seen since the last step (a functional

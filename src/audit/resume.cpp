@@ -203,10 +203,11 @@ std::string shown(const ojson& v) {
 
 // The first key of two objects (or lists of objects) whose values differ: "lr 0.005 in run-1, 0.01
 // after the resume".
-std::string first_value_difference(const ojson& a, const ojson& b, const std::string& prefix = "") {
+std::string first_value_difference(const ojson& a, const ojson& b, const std::string& ref,
+                                   const std::string& prefix = "") {
   if (a.is_array() && b.is_array() && a.size() == b.size()) {
     for (size_t i = 0; i < a.size(); ++i) {
-      std::string d = first_value_difference(a[i], b[i], prefix);
+      std::string d = first_value_difference(a[i], b[i], ref, prefix);
       if (!d.empty()) {
         return d;
       }
@@ -217,22 +218,22 @@ std::string first_value_difference(const ojson& a, const ojson& b, const std::st
     for (auto it = a.begin(); it != a.end(); ++it) {
       const ojson other = b.contains(it.key()) ? b[it.key()] : ojson();
       if (it->is_object() || it->is_array()) {
-        std::string d = first_value_difference(*it, other, prefix + it.key() + ".");
+        std::string d = first_value_difference(*it, other, ref, prefix + it.key() + ".");
         if (!d.empty()) {
           return d;
         }
       } else if (*it != other) {
-        return fmt::format("{}{} {} in run-1, {} after the resume", prefix, it.key(), shown(*it),
+        return fmt::format("{}{} {} in {}, {} after the resume", prefix, it.key(), shown(*it), ref,
                            other.is_null() ? "none" : shown(other));
       }
     }
     return "";
   }
-  return a == b ? "" : fmt::format("{} in run-1, {} after the resume", shown(a), shown(b));
+  return a == b ? "" : fmt::format("{} in {}, {} after the resume", shown(a), ref, shown(b));
 }
 
 // What a state's difference means and how to restore it, by kind (and for generators by name).
-void explain(BoundaryRow& row, long k, const ojson& r1, const ojson& r2) {
+void explain(BoundaryRow& row, long k, const std::string& ref, const ojson& r1, const ojson& r2) {
   const long next = k + 1;
   const std::string& n = row.name;
   if (row.kind == "parameters") {
@@ -253,9 +254,9 @@ void explain(BoundaryRow& row, long k, const ojson& r1, const ojson& r2) {
     const long ea = r1.value("entries", 0L), eb = r2.value("entries", 0L);
     row.detail = eb == 0 && ea > 0 ? "empty after the resume (fresh optimizer state)"
                                    : first_value_difference(r1.value("steps", ojson::array()),
-                                                            r2.value("steps", ojson::array()));
+                                                            r2.value("steps", ojson::array()), ref);
     if (row.detail.empty()) {
-      row.detail = fmt::format("{} entries in run-1, {} after the resume, values differ", ea, eb);
+      row.detail = fmt::format("{} entries in {}, {} after the resume, values differ", ea, ref, eb);
     } else if (row.detail.rfind("empty", 0) != 0) {
       row.detail = "step counts " + row.detail;
     }
@@ -263,16 +264,17 @@ void explain(BoundaryRow& row, long k, const ojson& r1, const ojson& r2) {
                       "after the resume differ";
     row.fix = "save optimizer.state_dict() in the checkpoint and optimizer.load_state_dict() after loading it";
   } else if (row.kind == "hyperparameters") {
-    row.detail = first_value_difference(r1.value("param_groups", ojson::array()), r2.value("param_groups", ojson::array()));
+    row.detail = first_value_difference(r1.value("param_groups", ojson::array()), r2.value("param_groups", ojson::array()),
+                                        ref);
     row.consequence = fmt::format("the learning rate or another hyperparameter differs from step {} on", next);
     row.fix = "restore the optimizer's state_dict (its param_groups) and the LR scheduler's";
   } else if (row.kind == "scheduler") {
-    row.detail = first_value_difference(r1, r2);
+    row.detail = first_value_difference(r1, r2, ref);
     row.consequence = "the learning rate follows another schedule after the resume: it changes at another step "
                       "(the numbers part at the scheduler's next change)";
     row.fix = "save scheduler.state_dict() in the checkpoint and scheduler.load_state_dict() after loading it";
   } else if (row.kind == "scaler") {
-    row.detail = first_value_difference(r1, r2);
+    row.detail = first_value_difference(r1, r2, ref);
     row.consequence = "the loss scale differs, and with it which steps are skipped";
     row.fix = "save scaler.state_dict() in the checkpoint and scaler.load_state_dict() after loading it";
   } else if (row.kind == "batch") {
@@ -282,7 +284,7 @@ void explain(BoundaryRow& row, long k, const ojson& r1, const ojson& r2) {
     row.fix = "restore the data order with the checkpoint: the shuffle generator's state (or the sampler's epoch), "
               "and skip exactly the batches the checkpoint's step consumed";
   } else if (row.kind == "data") {
-    row.detail = first_value_difference(r1, r2);
+    row.detail = first_value_difference(r1, r2, ref);
     row.consequence = "the sampler shuffles for another epoch";
     row.fix = "call sampler.set_epoch(epoch) with the epoch restored from the checkpoint before iterating";
   } else if (n == "torch CPU generator") {
@@ -319,10 +321,10 @@ void fill_boundary_table(ResumeAudit& audit, const ProcessEvents& run1, const Pr
   const StateEvent* after = state_at(resumed, "resumed", -1);
   if (!boundary || !after) {
     audit.has_table = false;
-    audit.no_table = !boundary ? fmt::format("run-1 recorded no state at the first training forward after step {} "
+    audit.no_table = !boundary ? fmt::format("{} recorded no state at the first training forward after step {} "
                                              "(no forward of an nn.Module in training mode with grad enabled, nor a "
                                              "backward, came after its save)",
-                                             k)
+                                             audit.reference, k)
                                : "the resumed process recorded no state at its first training forward";
     return;
   }
@@ -362,11 +364,11 @@ void fill_boundary_table(ResumeAudit& audit, const ProcessEvents& run1, const Pr
       row.verdict = BoundaryRow::Verdict::restored;
     } else if (row.kind == "generator" && !df.empty() && df == d1) {
       row.verdict = BoundaryRow::Verdict::unused;
-      row.detail = "run-1 drew nothing from it from its first training forward to the boundary";
+      row.detail = audit.reference + " drew nothing from it from its first training forward to the boundary";
     } else if (!ds.empty() && d2 == ds && ds != d1 && row.kind != "batch") {
       row.verdict = BoundaryRow::Verdict::at_save;
       const std::string draw = draw_on(row);
-      row.detail = "run-1 drew from it between the save and the next step" +
+      row.detail = audit.reference + " drew from it between the save and the next step" +
                    (draw.empty() ? std::string(" (not an op of torch that reprun saw: Python's random, numpy or "
                                                "another library)")
                                  : " (" + draw + ")");
@@ -378,12 +380,12 @@ void fill_boundary_table(ResumeAudit& audit, const ProcessEvents& run1, const Pr
     }
     if (!row.restored()) {
       const std::string detail = row.detail;
-      explain(row, k, detail_of(boundary, name), detail_of(after, name));
+      explain(row, k, audit.reference, detail_of(boundary, name), detail_of(after, name));
       if (!detail.empty()) {
         row.detail = detail + (row.detail.empty() || row.detail == detail ? "" : "; " + row.detail);
       }
       if (row.verdict == BoundaryRow::Verdict::at_save) {
-        row.consequence = "the resumed process starts from the state at the save, a draw behind run-1";
+        row.consequence = "the resumed process starts from the state at the save, a draw behind " + audit.reference;
         row.fix = "save the checkpoint as the last thing before the next training step (after the evaluation "
                   "and anything else that draws)";
       }

@@ -21,7 +21,7 @@ namespace {
 // The step of a run's last record, -1 when it has none.
 long last_step(const RunDir& run) {
   const std::string line = last_line(run.file(RunFile::steps));
-  return line.empty() ? -1 : quick_step(line);
+  return line.empty() ? -1 : line_step(line);
 }
 
 bool saw_torch(const RunDir& run) {
@@ -49,7 +49,7 @@ std::string loads_phrase(const ProcessEvents& resumed) {
       return fmt::format(" (it loaded {} at {}, bytes the killed process never saved)", e.path, e.where);
     }
   }
-  return " (it called torch.load on nothing)";
+  return " (it never called torch.load)";
 }
 
 // run's steps.jsonl: the killed process's records up to step k, then the resumed process's.
@@ -60,14 +60,14 @@ StepLogFacts stitch(const RunDir& run, const RunDir& killed, const RunDir& resum
     const size_t nl = a.find('\n', pos);
     const std::string_view line(a.data() + pos, (nl == std::string::npos ? a.size() : nl) - pos);
     pos = nl == std::string::npos ? a.size() : nl + 1;
-    if (nl != std::string::npos && quick_step(line) <= k) {
+    if (nl != std::string::npos && line_step(line) <= k) {
       out.append(line).push_back('\n');
     }
   }
   const std::string b = read_file(resumed.file(RunFile::steps));
   const size_t first_nl = b.find('\n');
   if (first_nl != std::string::npos) {
-    const long first = quick_step(std::string_view(b.data(), first_nl));
+    const long first = line_step(std::string_view(b.data(), first_nl));
     if (first <= k) {
       throw Error(resumed.file(RunFile::steps),
                   fmt::format("the resumed process's log starts at step {}, not after step {} of the checkpoint it "
@@ -139,6 +139,7 @@ ResumeRun exec_resumed_run(const ExecPlan& plan, int i, const std::string& dir, 
   ProcessPlan kp;
   kp.number = 1;
   kp.env["REPRUN_KILL_AFTER_STEP"] = std::to_string(kill_at);
+  kp.env["REPRUN_BOUNDARY_STEPS"] = std::to_string(kill_at); // its own states: the reference if run-1 differs
   kp.kill_when_log_reaches = plan.capture_dir.empty() ? kill_at : kill_at + 1;
   const ProcessResult pr1 = run_program(plan, r, kp, killed, ReplaySpec{});
   const StepLogFacts log1 = collect_step_log(plan, killed, killed.file(RunFile::steps));
@@ -197,7 +198,7 @@ ResumeRun exec_resumed_run(const ExecPlan& plan, int i, const std::string& dir, 
     if (!load) {
       throw Error(flag, fmt::format("the resumed process of {} loaded no checkpoint of the killed one before its "
                                     "first optimizer step: it started over{}; a script that resumes only when told "
-                                    "needs --resume-arg (e.g. --resume-arg --resume)",
+                                    "needs --resume-arg (e.g. --resume-arg=--resume)",
                                     run_label, loads_phrase(ev2)));
     }
     k = load->resumes_step;
@@ -213,13 +214,15 @@ ResumeRun exec_resumed_run(const ExecPlan& plan, int i, const std::string& dir, 
       throw Error(flag, fmt::format("the resumed process of {} logged no step, so where it resumed cannot be told",
                                     run_label));
     }
-    k = quick_step(std::string_view(text).substr(0, text.find('\n'))) - 1;
+    k = line_step(std::string_view(text).substr(0, text.find('\n'))) - 1;
+    out.audit.killed_log_step = last_step(killed);
     out.audit.has_table = false;
     out.audit.no_table = "the program ran without reprun's capture (its own step log or --loss-regex): reprun "
                          "saw no checkpoint and no state, so the resume is placed at the resumed log's first step, "
                          "and there is no boundary table";
   }
   out.audit.resumed_from = k;
+  out.audit.captured = out.captured;
   const StepLogFacts log = stitch(r.run, killed, resumed, k, log2.source);
   any_step_log = any_step_log || log.source != "none";
   std::vector<std::string> notes;
@@ -252,7 +255,12 @@ void audit_resume_pair(const ExecPlan& plan, const CheckResult& res, CheckPair& 
     a.nondeterminism_step = bd.step;
   }
   if (rr.captured) {
-    fill_boundary_table(a, read_events(run1.file(RunFile::events)), read_events(resumed.file(RunFile::events)));
+    // The reference is run-1, unless the killed process already parted from it: then its own states.
+    if (a.nondeterminism_step > 0) {
+      a.reference = "the killed process";
+    }
+    fill_boundary_table(a, read_events((a.nondeterminism_step > 0 ? killed : run1).file(RunFile::events)),
+                        read_events(resumed.file(RunFile::events)));
   }
   const Divergence& dv = pair.diff.divergence;
   a.numbers_part = dv.found && dv.kind != DivergenceKind::ended_early ? dv.step : -1;
@@ -274,8 +282,11 @@ void audit_resume_pair(const ExecPlan& plan, const CheckResult& res, CheckPair& 
                       "step " + std::to_string(a.nondeterminism_step),
                       "make the uninterrupted runs identical first (reprun exec without --vary resume), then audit "
                       "the resume"});
-    a.notes.push_back("the state at the boundary is compared below, but with runs that already differ before the "
-                      "kill its differences are not the resume's alone");
+    a.notes.push_back("run-1 already differs before the kill: the resumed process's state is compared with the "
+                      "killed process's own");
+    for (const auto& [cause, fix] : resume_causes(a)) {
+      causes.push_back({cause, fix});
+    }
     pair.resume = a;
     return;
   }

@@ -331,7 +331,7 @@ private:
           last = static_cast<long>(++count);
         }
       } else {
-        last = std::max(last, quick_step(line));
+        last = std::max(last, line_step(line));
       }
     }
     return last;
@@ -404,6 +404,14 @@ ExecPlan plan_exec(const ExecOptions& opt, const World& world) {
   }
   for (const auto& p : opt.pins) {
     plan.user_pins.push_back(split_assignment(p, "--pin"));
+  }
+  if (!plan.resume.empty() && plan.loss_re && plan.loss_re->mark_count() < 2) {
+    throw Error("--loss-regex " + opt.loss_regex, "with --vary resume the regular expression needs the step as group 1 "
+                                                  "and the loss as group 2 (the resumed process's log is stitched by "
+                                                  "its step numbers), e.g. 'step ([0-9]+) loss ([0-9.eE+-]+)'");
+  }
+  if (plan.resume.empty() && !opt.resume_args.empty()) {
+    throw Error("--resume-arg", "is for a resumed process: give --vary resume=N");
   }
   // Argument files (the script itself): hashed once, before the runs.
   for (size_t i = 0; i < opt.argv.size(); ++i) {
@@ -638,6 +646,18 @@ CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vect
     }
   }
   return finish_run(plan, r, pr, log, framework, failures);
+}
+
+long line_step(std::string_view line) {
+  const long s = quick_step(line);
+  if (s >= 0) {
+    return s;
+  }
+  try {
+    return parse_step_line(line, "", 0).step;
+  } catch (const Error&) {
+    return -1;
+  }
 }
 
 std::vector<ProcessEvents> run_events(const RunDir& run) {

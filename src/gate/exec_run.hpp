@@ -114,6 +114,9 @@ CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vect
 // the log is fine).
 std::string validate_step_log(const std::string& path, long& records, double& last_loss, bool& has_loss);
 
+// The step of a step-log line (a program may write {"step": 3, ...} with spaces), -1 when it has none.
+long line_step(std::string_view line);
+
 // "run-2 failed (exit status 1); the last lines of .../stderr.txt:\n  | ...": the block exec shows.
 std::string failure_block(const std::string& label, const ProcessResult& pr, const RunDir& files);
 

@@ -23,6 +23,11 @@ const char* verdict_key(BoundaryRow::Verdict v) {
 }
 
 std::string checkpoint_phrase(const ResumeAudit& a) {
+  if (!a.captured) {
+    return fmt::format("killed (SIGKILL) once its step log showed step {} or later (it had logged step {}), resumed "
+                       "at step {} (the resumed process's first logged step)",
+                       a.killed_after, a.killed_log_step, a.resumed_from + 1);
+  }
   std::string s = fmt::format("killed after step {} (SIGKILL at its first training forward after it), resumed from "
                               "the checkpoint of step {}",
                               a.killed_after, a.resumed_from);
@@ -40,9 +45,9 @@ std::string checkpoint_phrase(const ResumeAudit& a) {
 }
 
 std::string table_title(const ResumeAudit& a) {
-  return fmt::format("State at the resume boundary (the first training forward after step {}), run-1 against the "
+  return fmt::format("State at the resume boundary (the first training forward after step {}), {} against the "
                      "resumed process:",
-                     a.resumed_from);
+                     a.resumed_from, a.reference);
 }
 
 } // namespace
@@ -95,6 +100,9 @@ ojson resume_json(const ResumeAudit& a) {
   auto opt_text = [](const std::string& s) { return s.empty() ? ojson(nullptr) : ojson(s); };
   auto opt_step = [](long s) { return s >= 0 ? ojson(s) : ojson(nullptr); };
   return {{"killed_after", a.killed_after},
+          {"reference", a.reference},
+          {"captured", a.captured},
+          {"killed_log_step", a.captured ? ojson(nullptr) : ojson(a.killed_log_step)},
           {"resumed_from", a.resumed_from},
           {"checkpoint", opt_text(a.checkpoint)},
           {"saved_at", opt_text(a.saved_at)},

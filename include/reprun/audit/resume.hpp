@@ -63,7 +63,12 @@ struct ResumeAudit {
   std::string saved_at;           // the line that saved it
   std::string loaded_at;          // the line that loaded it
   bool saved_after_backward = false;
+  bool captured = true;           // reprun's capture saw the program's checkpoints (else its own step log,
+                                  // or --loss-regex, placed the resume)
+  long killed_log_step = -1;      // without the capture: the last step the killed process logged
   bool has_table = false;         // false without the capture (a program's own step log, --loss-regex)
+  std::string reference = "run-1"; // whose states the resumed process's are compared with (the killed
+                                   // process's own when run-1 already differs before the kill)
   std::string no_table;           // why there is no table
   std::vector<BoundaryRow> rows;
   long nondeterminism_step = -1;  // the killed process's log parted from run-1's at this step (<= N)
