@@ -114,6 +114,20 @@ python_with() {
   return 1
 }
 
+# python_with_cuda_torch: a Python interpreter whose torch sees a GPU (torch.cuda.is_available()),
+# or nothing.
+python_with_cuda_torch() {
+  local py
+  for py in "$(command -v python3 || true)" /usr/bin/python3; do
+    [[ -n $py && -x $py ]] || continue
+    if "$py" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+      echo "$py"
+      return 0
+    fi
+  done
+  return 1
+}
+
 # json_edit FILE EDIT...: edits a JSON file in place. Each EDIT is one of
 #   KEY=VALUE   sets a key that is there;
 #   KEY+=VALUE  sets a key, adding it when it is not there;

@@ -6,15 +6,7 @@
 # Skipped (exit 125) without an NVIDIA GPU and a python3 whose torch sees it.
 source "$(dirname "$0")/../e2e/lib.sh"
 nvidia-smi -L >/dev/null 2>&1 || skip "no NVIDIA GPU (nvidia-smi -L failed or is not installed)"
-PY=""
-for py in "$(command -v python3 || true)" /usr/bin/python3; do
-  [[ -n $py && -x $py ]] || continue
-  if "$py" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
-    PY=$py
-    break
-  fi
-done
-[[ -n $PY ]] || skip "no python3 with a torch where torch.cuda.is_available() is True"
+PY=$(python_with_cuda_torch) || skip "no python3 with a torch where torch.cuda.is_available() is True"
 
 # The program: no reprun import. CUBLAS_WORKSPACE_CONFIG (also one of exec's pins) lets the Linear
 # layers run under use_deterministic_algorithms(True), so that switch is the only difference between
