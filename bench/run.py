@@ -220,6 +220,10 @@ def bench_capture(work, results):
                                    "pair_ratios": ratios, "ratio": median(ratios), "wall_pair_ratios": wall_ratios,
                                    "wall_ratio": median(wall_ratios), "fastest_ratio": fastest,
                                    "target": CAPTURE_TARGET}
+    # exec --vary resume: one snapshot of the boundary state (taken at run-1's first forward, its
+    # checkpoint saves up to step N and the forwards after them, and once in the resumed process).
+    snap = json.loads(run([PY, os.path.join(ROOT, "bench", "capture_snapshot.py"), package], env=plain_env).stdout)
+    results["capture_overhead"]["boundary_snapshot"] = snap
 
 
 def bench_gemm(results):
@@ -487,6 +491,11 @@ def table(results):
                      f"({(c['ratio'] - 1) * 100:+.1f}%) | PyTorch alone {c['plain_step_ms']:.2f} ms | "
                      f"{c['ratio']:.2f} (captured / alone, median of {c['pairs']} pairs; wall time "
                      f"{c['wall_ratio']:.2f}) | <= {c['target']:.2f} |")
+        if "boundary_snapshot" in c:
+            b = c["boundary_snapshot"]
+            lines.append(f"| exec --vary resume, one boundary snapshot ({b['states']} states), mnist-mlp with Adam | "
+                         f"{b['snapshot_ms']:.2f} ms | one training step {b['step_ms']:.2f} ms | "
+                         f"{b['snapshot_ms'] / b['step_ms']:.2f} steps | a few per run |")
     if "hash" in results:
         h = results["hash"]
         for peer in ("openssl_xargs_P2", "b3sum", "sha256sum"):
