@@ -88,6 +88,10 @@ class Capture:
         self.torch = torch
         self.step_log_path = env.get("REPRUN_AUTO_STEP_LOG")
         self.facts_path = env.get("REPRUN_FRAMEWORK_FILE")
+        # A data-parallel program: rank r > 0 writes its step log and facts where these say ({rank}).
+        self.rank_step_log = env.get("REPRUN_RANK_STEP_LOG")
+        self.rank_facts_path = env.get("REPRUN_RANK_FRAMEWORK_FILE")
+        self.dist = None  # (rank, world size, backend) once this process has a default process group
         self.trace_path = env.get("REPRUN_OP_TRACE")
         self.trace_steps = int(env.get("REPRUN_OP_TRACE_STEPS") or 0)
         self.trace_max = int(env.get("REPRUN_OP_TRACE_MAX") or 2_000_000)
@@ -273,10 +277,41 @@ class Capture:
         return [self.param_names.get(id(p)) for p in params]
 
     # ---- the automatic step log ---------------------------------------------------------------
+    def dist_info(self):
+        """(rank, world size, backend) when this process has a default process group, else None: a
+        launcher, torchrun's agent and DataLoader workers have none (they may inherit RANK from the
+        environment, so the environment alone cannot tell)."""
+        if self.dist is None:
+            try:
+                d = getattr(self.torch, "distributed", None)
+                if d is not None and d.is_available() and d.is_initialized():
+                    self.dist = (int(d.get_rank()), int(d.get_world_size()), str(d.get_backend()))
+            except Exception:
+                pass
+        return self.dist
+
+    def rank_path(self, template):
+        """template with this rank's number, its folder made; None for rank 0 or no process group."""
+        dist = self.dist_info()
+        if dist is None or dist[0] == 0 or not template:
+            return None
+        path = template.replace("{rank}", str(dist[0]))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return path
+
     def _claim(self):
-        """The first process of the program to finish an optimizer step writes the step log."""
+        """The first process of the program to finish an optimizer step writes the step log; in a
+        data-parallel program rank 0 does, and rank r > 0 writes its own (ranks/<r>/)."""
         if self.owner is None:
             self.owner = False
+            rank_log = self.rank_path(self.rank_step_log)
+            if rank_log is not None:
+                self.log_fd = os.open(rank_log, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                self.facts_path = self.rank_path(self.rank_facts_path)
+                self.owner = True  # of its rank's records
+                return self.owner
+            if self.dist is not None and self.dist[0] != 0:
+                return self.owner  # a rank with nowhere to write: rank 0 is the run's
             if self.step_log_path:
                 try:
                     fd = os.open(self.step_log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -367,7 +402,7 @@ class Capture:
         for d in sorted(self.devices):
             devices[d] = attr(lambda d=d: torch.cuda.get_device_name(d), None) if d.startswith("cuda") else None
         numpy = sys.modules.get("numpy")
-        return {
+        out = {
             "name": "pytorch",
             "python": sys.version.split()[0],
             "torch": torch.__version__,
@@ -380,6 +415,10 @@ class Capture:
             "loss_dtype": self.loss_dtype,
             "distributions": None,
         }
+        if self.dist is not None:  # only where a process group existed: single-process facts are unchanged
+            rank, world, backend = self.dist
+            out["distributed"] = {"rank": rank, "world_size": world, "backend": backend}
+        return out
 
     def write_facts(self):
         """At the first step: the facts, with the determinism state as the step ran."""

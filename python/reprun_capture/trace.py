@@ -88,12 +88,12 @@ class OpTracer:
         # forward after step K on, numbering its ops from 0 there; the checkpoint watch starts it.
         self.trace_from = int(cap.env["REPRUN_OP_TRACE_FROM"]) if cap.env.get("REPRUN_OP_TRACE_FROM") else None
         self.recording = self.trace_from is None
-        if cap.trace_path:
-            try:  # one process of the program traces: the first to import torch
-                fd = os.open(cap.trace_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                self.out = os.fdopen(fd, "w", encoding="utf-8")
-            except FileExistsError:
-                self.ended = True
+        # Each process writes its own trace, opened at its first op, and gives it its name when it
+        # ends (_place): the process that made optimizer steps (rank 0 in a data-parallel program)
+        # owns REPRUN_OP_TRACE, rank r > 0 REPRUN_RANK_OP_TRACE's path; a process that made none (a
+        # launcher, a DataLoader worker) names it only where no other process did.
+        self.part = None
+        self.uninit = set()  # ops whose outputs are uninitialized memory (see dispatch)
 
     def start(self):
         import atexit
@@ -144,11 +144,13 @@ class OpTracer:
             return func(*args, **kwargs)
         if i >= cap.trace_max:
             self.end("max_ops")
+            return func(*args, **kwargs)  # a rank runs on untraced (end returns there)
         cap.busy = True
         try:
             leaves, tin = self._tensors((args, kwargs))
             fin = cap.fp.many(tin)
-            src = [self.writer.get(self._storage(t), -1) for t in tin]  # no storage (None): never written
+            storages = [self._storage(t) for t in tin]
+            src = [self.writer.get(k, -1) for k in storages]  # no storage (None): never written
             other = "|".join(_plain_repr(self.torch, x) for x in leaves if not isinstance(x, self.torch.Tensor))
         except Exception as e:  # never the user's error: report it once and trace no further
             self._broken(e)
@@ -159,10 +161,23 @@ class OpTracer:
         cap.busy = True
         try:
             _, tout = self._tensors(out)
-            fout = None if name in UNINITIALIZED_OPS or name.startswith("profiler.") else cap.fp.many(tout)
-            written = list(tout)
+            uninit = name in UNINITIALIZED_OPS
             schema = getattr(func, "_schema", None)
-            if schema is not None:
+            in_place = schema is not None and any(a.alias_info is not None and a.alias_info.is_write
+                                                  for a in schema.arguments)
+            if not uninit and not in_place and tout and self.uninit:
+                # A view of uninitialized memory (DDP's bucket views of an empty buffer) holds what the
+                # memory held: not compared either.
+                made_by = dict(zip(storages, src))
+                uninit = all(made_by.get(self._storage(t), -1) in self.uninit for t in tout)
+            if uninit:
+                self.uninit.add(i)
+            # A collective (c10d.*) may complete after its dispatched op returns (gloo): what its outputs
+            # hold at that moment is not its result, so they are not compared; the ops that read them
+            # later see the result in their inputs.
+            fout = None if uninit or name.startswith(("profiler.", "c10d.")) else cap.fp.many(tout)
+            written = list(tout)
+            if in_place:
                 for pos, a in enumerate(schema.arguments):
                     if a.alias_info is None or not a.alias_info.is_write:
                         continue
@@ -175,6 +190,8 @@ class OpTracer:
             device = str((tin or tout)[0].device) if (tin or tout) else ""
             fn, where = self.lines.find(sys._getframe(1))
             module, module_type = cap.current_module()
+            if self.out is None:
+                self._open()
             rec = {"i": i, "step": cap.step + 1, "phase": cap.phase, "op": name, "module": module, "mtype": module_type,
                    "func": fn, "where": where, "device": device, "in": fin, "src": src, "args": crc_text(other),
                    "out": fout}
@@ -184,6 +201,34 @@ class OpTracer:
         finally:
             cap.busy = False
         return out
+
+    def _open(self):
+        self.part = f"{self.cap.trace_path}.{os.getpid()}.part"
+        self.out = open(self.part, "w", encoding="utf-8")
+
+    def _place(self):
+        """Gives this process's trace its name (see __init__)."""
+        if self.part is None:
+            return
+        part, self.part = self.part, None
+        cap = self.cap
+        rank_path = cap.rank_path(cap.env.get("REPRUN_RANK_OP_TRACE"))
+        dist = cap.dist_info()
+        try:
+            if rank_path is not None:
+                os.replace(part, rank_path)
+            elif dist is not None and dist[0] != 0:
+                os.unlink(part)  # a rank with nowhere to write
+            elif dist is not None or cap.steps_here > 0:
+                os.replace(part, cap.trace_path)
+            else:
+                try:
+                    os.link(part, cap.trace_path)
+                except FileExistsError:
+                    pass
+                os.unlink(part)
+        except OSError as e:
+            print(f"reprun: op trace not kept: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
 
     def _broken(self, e):
         """Our own failure in an op: reported on stderr; the trace stops without its end line, so that
@@ -197,6 +242,7 @@ class OpTracer:
             except Exception:
                 pass
             self.out = None
+            self._place()
 
     def start_recording(self):
         self.recording = True
@@ -209,9 +255,16 @@ class OpTracer:
         if self.ended or os.getpid() != self.cap.pid:
             return
         self.ended = True
+        if self.out is None and self.cap.trace_path:
+            self._open()  # no op recorded before the end: the trace is its end line
         if self.out is not None:
             self.out.write(json.dumps({"end": reason, "ops": self.n, "steps": self.cap.step}) + "\n")
             self.out.close()
+            self.out = None
+            self._place()
+        dist = self.cap.dist_info()
+        if exit_process and dist is not None and dist[1] > 1:
+            return  # a rank that exits would leave the others waiting in their next collective: it runs on untraced
         if exit_process:
             sys.stdout.flush()
             sys.stderr.flush()

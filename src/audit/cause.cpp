@@ -111,6 +111,7 @@ public:
     stopped_early();
     data();
     config();
+    distributed();
     seeds();
     nondeterminism();
     framework();
@@ -217,6 +218,18 @@ private:
       add(2, "the configuration differs (" + changes(keys, "") + ")",
           "use the same config file and the same --set overrides for both runs" + ignore_hint(keys));
     }
+  }
+
+  // A data-parallel program run with another world size or backend.
+  void distributed() {
+    auto keys = material(m_r, "distributed");
+    if (keys.empty()) {
+      return;
+    }
+    add(2, "the data-parallel setup differs (" + changes(keys, "") +
+               "): each rank trains on its own shard of the data, and the gradients are summed over the ranks",
+        "run both with the same number of ranks and the same backend (init_process_group's world_size and backend, "
+        "torchrun's --nproc_per_node, mp.spawn's nprocs)" + ignore_hint(keys));
   }
 
   void seeds() {

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <limits>
+#include <optional>
 
 namespace reprun {
 
@@ -127,6 +128,34 @@ long DiffResult::material_meta_count() const {
 
 namespace {
 
+// The ranks a data-parallel exec recorded (the manifest's "ranks": world size and the list of rank
+// logs; never a glob of ranks/).
+void read_ranks(const RunDir& run, RunSide& side) {
+  const auto& m = side.manifest;
+  if (!m.is_object() || !m.contains("ranks")) {
+    return;
+  }
+  const std::string where = run.file(RunFile::manifest);
+  const auto& ranks = m["ranks"];
+  if (!ranks.is_object() || !ranks.contains("world_size") || !ranks["world_size"].is_number_integer() ||
+      ranks["world_size"].get<long>() < 1 || ranks["world_size"].get<long>() > 65536 || !ranks.contains("logs") ||
+      !ranks["logs"].is_object()) {
+    throw Error(where, "\"ranks\" is not {\"world_size\": N, \"logs\": {\"<rank>\": \"<path>\", ...}}");
+  }
+  side.world_size = static_cast<int>(ranks["world_size"].get<long>());
+  for (const auto& [key, path] : ranks["logs"].items()) {
+    char* end = nullptr;
+    const long r = std::strtol(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0' || r < 0 || r >= side.world_size || !path.is_string()) {
+      throw Error(where, fmt::format("\"ranks.logs\": \"{}\" is not a rank of the world size {}", key,
+                                     side.world_size));
+    }
+    if (r > 0) {
+      side.rank_logs[static_cast<int>(r)] = run.rank(static_cast<int>(r)).existing_file(RunFile::steps);
+    }
+  }
+}
+
 // Opens one side. A run directory's logs are verified against its summary first: a damaged run
 // is an error (exit 2), never reported as a divergence.
 void open_side(const std::string& path, RunSide& side, std::vector<std::string>& notes) {
@@ -143,6 +172,7 @@ void open_side(const std::string& path, RunSide& side, std::vector<std::string>&
     }
     side.status = side.summary.value("status", "unknown");
     side.steps_path = run.existing_file(RunFile::steps);
+    read_ranks(run, side);
     return;
   }
   if (!fs::exists(path, ec)) {
@@ -659,7 +689,8 @@ void set_verdict(DiffResult& r, const DiffOptions& opt, bool one_sided) {
   const Divergence& d = r.divergence;
   const long material = r.material_meta_count();
   r.identical = !d.found && material == 0;
-  if (const std::string outputs = outputs_compared(r); !outputs.empty() && !d.found) {
+  const bool world_sizes_differ = r.a.world_size > 0 && r.b.world_size > 0 && r.a.world_size != r.b.world_size;
+  if (const std::string outputs = outputs_compared(r); !outputs.empty() && !d.found && !world_sizes_differ) {
     // No step records on either side: never "0 step records identical".
     if (r.identical) {
       r.verdict = fmt::format("IDENTICAL: {} identical, metadata matches", outputs);
@@ -671,8 +702,9 @@ void set_verdict(DiffResult& r, const DiffOptions& opt, bool one_sided) {
     return;
   }
   if (r.identical) {
-    r.verdict = fmt::format("IDENTICAL: {} step records {}{}", r.steps_compared,
+    r.verdict = fmt::format("IDENTICAL: {} step records {}{}{}", r.steps_compared,
                             opt.tolerance() ? "match within tolerance" : "bitwise identical",
+                            r.ranks.empty() ? "" : fmt::format(" on {} ranks", r.ranks.size()),
                             one_sided ? " in what both recorded (see notes)" : "");
     if (r.a.is_run_dir && r.b.is_run_dir) {
       r.verdict += ", metadata matches";
@@ -681,14 +713,89 @@ void set_verdict(DiffResult& r, const DiffOptions& opt, bool one_sided) {
     if (d.kind == DivergenceKind::ended_early) {
       r.verdict = fmt::format("DIFFERENT: run ended early ({})", d.detail.substr(0, d.detail.find(';')));
     } else {
-      r.verdict = fmt::format("DIFFERENT: runs part at step {} ({})", d.step, d.classification());
+      r.verdict = fmt::format("DIFFERENT: runs part at step {}{} ({})", d.step,
+                              r.ranks.empty() ? "" : fmt::format(" on rank {}", d.rank), d.classification());
     }
     if (material > 0) {
       r.verdict += "; " + plural_fields(material);
     }
+  } else if (world_sizes_differ) {
+    r.verdict = fmt::format("DIFFERENT: world sizes differ ({} -> {}), step logs not compared; {}", r.a.world_size,
+                            r.b.world_size, plural_fields(material));
   } else {
     r.verdict = "DIFFERENT: step records identical, but " + plural_fields(material);
   }
+}
+
+// A data-parallel exec: every rank's log against the same rank's log of the other run. The
+// divergence reported is the root rank's: at the first step where any rank's log differs, the
+// lowest rank whose loss differs there (after an all-reduce every rank's parameters differ,
+// whichever rank's data caused it), else the lowest rank that differs.
+void compare_ranks(DiffResult& r, const DiffOptions& opt) {
+  if (r.a.world_size == 0 || r.b.world_size == 0) {
+    if (r.a.world_size > 1 || r.b.world_size > 1) {
+      r.notes.push_back(fmt::format("{} recorded no ranks (no process group): its step log is compared with rank "
+                                    "0's only",
+                                    r.a.world_size == 0 ? "A" : "B"));
+    }
+    return;
+  }
+  if (r.a.world_size == 1) {
+    r.divergence.rank = r.divergence.found ? 0 : -1;
+    return;
+  }
+  auto loss_differs = [](const Divergence& d) { return d.found && d.loss_differs_from == d.step; };
+  r.ranks.push_back({0, r.divergence.found, r.divergence.step, r.divergence.kind, loss_differs(r.divergence),
+                     r.steps_compared});
+  std::vector<DiffResult> subs;
+  for (int k = 1; k < r.a.world_size; ++k) {
+    auto ia = r.a.rank_logs.find(k), ib = r.b.rank_logs.find(k);
+    if (ia == r.a.rank_logs.end() || ib == r.b.rank_logs.end()) {
+      if (ia != r.a.rank_logs.end() || ib != r.b.rank_logs.end()) {
+        r.notes.push_back(fmt::format("rank {}: no step log in {}: not compared", k, ia == r.a.rank_logs.end() ? "A" : "B"));
+      }
+      continue;
+    }
+    DiffResult sub;
+    sub.a = r.a;
+    sub.b = r.b;
+    sub.a.steps_path = ia->second;
+    sub.b.steps_path = ib->second;
+    sub.a.lines = sub.b.lines = 0;
+    sub.a.last_step = sub.b.last_step = -1;
+    StepWalk walk(sub, opt);
+    walk.run();
+    for (const auto& n : sub.notes) {
+      r.notes.push_back(fmt::format("rank {}: {}", k, n));
+    }
+    r.ranks.push_back({k, sub.divergence.found, sub.divergence.step, sub.divergence.kind,
+                       loss_differs(sub.divergence), sub.steps_compared});
+    subs.push_back(std::move(sub));
+  }
+  const RankResult* root = nullptr;
+  for (const auto& rr : r.ranks) {
+    if (!rr.found) {
+      continue;
+    }
+    if (root == nullptr || rr.step < root->step || (rr.step == root->step && rr.loss_differs && !root->loss_differs)) {
+      root = &rr;
+    }
+  }
+  long total = 0;
+  for (const auto& rr : r.ranks) {
+    total += rr.steps_compared;
+  }
+  if (root != nullptr && root->rank != 0) {
+    const auto it = std::find_if(subs.begin(), subs.end(), [&](const DiffResult& s) {
+      return s.a.steps_path == r.a.rank_logs.at(root->rank);
+    });
+    r.divergence = it->divergence;
+    r.growth = it->growth;
+    r.peak = it->peak;
+    r.loss_series = it->loss_series;
+  }
+  r.divergence.rank = root != nullptr ? root->rank : -1;
+  r.steps_compared = total;
 }
 
 } // namespace
@@ -704,8 +811,25 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
   if (r.a.is_run_dir && r.b.is_run_dir) {
     r.meta = diff_manifests(r.a.manifest, r.b.manifest, opt, r.dataset);
   }
-  StepWalk walk(r, opt);
-  walk.run();
+  const bool world_sizes_differ = r.a.world_size > 0 && r.b.world_size > 0 && r.a.world_size != r.b.world_size;
+  std::optional<StepWalk> walk;
+  if (world_sizes_differ) {
+    // Each rank's log holds its own shard's losses: logs of other world sizes are not comparable.
+    r.notes.push_back(fmt::format("world sizes differ ({} -> {}): the step logs are not compared (each rank's log "
+                                  "holds the losses of its own shard of the data)",
+                                  r.a.world_size, r.b.world_size));
+    for (auto& m : r.meta) {
+      if (m.kind == MetaDelta::Kind::material &&
+          (m.key.rfind("ranks.logs.", 0) == 0 || m.key.rfind("framework.distributed.devices.", 0) == 0)) {
+        m.kind = MetaDelta::Kind::informational;
+        m.why = "follows the world size";
+      }
+    }
+  } else {
+    walk.emplace(r, opt);
+    walk->run();
+    compare_ranks(r, opt);
+  }
   for (const RunSide* s : {&r.a, &r.b}) {
     if (s->partial_tail > 0) {
       r.notes.push_back(fmt::format("{}: last line is incomplete ({} bytes, a write cut short): ignored",
@@ -715,7 +839,7 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
   if (!r.divergence.found && r.a.is_run_dir && r.b.is_run_dir && r.a.status != r.b.status) {
     r.notes.push_back(fmt::format("statuses differ: A {}, B {}", r.a.status, r.b.status));
   }
-  set_verdict(r, opt, walk.one_sided());
+  set_verdict(r, opt, walk && walk->one_sided());
   r.diagnosis = diagnose(r);
   return r;
 }

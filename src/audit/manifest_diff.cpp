@@ -97,6 +97,14 @@ const std::vector<Rule>& rules() {
         {"kind", "code", 4, K::material},
         {"format", "code", 4, K::material},
         {"python", "libraries", 5, K::material},
+        // exec of a data-parallel program: the world size is counted once (ranks.world_size); a
+        // rank log one run lacks at the same world size is an effect, named.
+        {"ranks.world_size", "distributed", 2, K::material},
+        {"ranks.logs", "outputs", 11, K::material},
+        {"framework.distributed.world_size", "distributed", 90, K::informational},
+        {"framework.distributed.devices", "gpu", 6, K::material},
+        {"framework.distributed", "distributed", 2, K::material},
+        {"ranks", "distributed", 2, K::material},
         // exec of a PyTorch program: reprun_capture's framework facts.
         {"framework.determinism", "framework", 3, K::material},
         {"framework.devices", "gpu", 6, K::material},

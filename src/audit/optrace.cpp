@@ -259,7 +259,12 @@ OpDivergence compare_op_traces(const std::string& path_a, const std::string& pat
                                      k);
       } else {
         std::string from = ta.describe(src, &compared);
-        d.input_origin = compared ? fmt::format("input {} was written identically in both runs by {}, then "
+        d.input_origin = from.find(", c10d.") != std::string::npos
+                             ? fmt::format("input {} is the result of the collective {}: the other ranks' "
+                                           "contributions to it differ (the rank whose inputs differ is the "
+                                           "one to follow)",
+                                           k, from)
+                         : compared ? fmt::format("input {} was written identically in both runs by {}, then "
                                                 "changed outside the traced ops (numpy on shared memory, "
                                                 "another thread or process)",
                                                 k, from)

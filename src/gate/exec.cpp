@@ -81,6 +81,8 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   auto run_b = std::find_if(res.runs.begin(), res.runs.end(), [&](const CheckRun& r) { return r.index == pair.run; });
   Localization loc;
   loc.step = dv.step;
+  const bool ranked = !pair.diff.ranks.empty();
+  const int rank = ranked ? std::max(dv.rank, 0) : 0;
   constexpr int k_attempts = 3;
   OpDivergence od;
   int attempt = 1;
@@ -107,8 +109,10 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
       loc.note = "op-level localization: a replay failed: " + failures.front();
       return loc;
     }
-    const std::string trace_a = RunDir::open(dir_a).file(RunFile::op_trace);
-    const std::string trace_b = (rr ? RunDir::open(dir_b).process(2) : RunDir::open(dir_b)).file(RunFile::op_trace);
+    // A data-parallel program: the root rank's traces (the rank whose own numbers part first).
+    auto traced = [&](const RunDir& d) { return rank > 0 ? d.rank(rank).file(RunFile::op_trace) : d.file(RunFile::op_trace); };
+    const std::string trace_a = traced(RunDir::open(dir_a));
+    const std::string trace_b = traced(rr ? RunDir::open(dir_b).process(2) : RunDir::open(dir_b));
     std::error_code ec;
     if (!fs::exists(trace_a, ec) || !fs::exists(trace_b, ec)) {
       loc.note = "op-level localization: the replays wrote no op trace (torch was not imported, or the program "
@@ -149,7 +153,8 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     causes.erase(std::remove_if(causes.begin(), causes.end(), [](const Diagnosis& d) { return d.claims_same_inputs; }),
                  causes.end());
   }
-  causes.insert(causes.begin(), Diagnosis{fmt::format("{} at {}: {}", short_op_name(r.op), r.where, cause.reason),
+  causes.insert(causes.begin(), Diagnosis{fmt::format("{} at {}{}: {}", short_op_name(r.op), r.where,
+                                                      ranked ? fmt::format(" on rank {}", rank) : "", cause.reason),
                                           cause.fix, od.kind == OpDivergence::Kind::same_inputs && !resume_explains});
   loc.found = true;
   loc.step = r.step;
@@ -161,10 +166,15 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   loc.effect = dv.first_tensor; // a parameter after the update: always an effect of an op
   loc.effect_step = dv.step;
   loc.loss_differs_from = dv.loss_differs_from;
-  loc.sentence = op_sentence(od, cause);
-  loc.note = fmt::format("op trace: {} ops identical before it (replay attempt {} of {})", od.ops_compared,
+  loc.sentence = (ranked ? fmt::format("rank {}, ", rank) : "") + op_sentence(od, cause);
+  loc.note = fmt::format("op trace{}: {} ops identical before it (replay attempt {} of {})",
+                         ranked ? fmt::format(" of rank {}", rank) : "", od.ops_compared,
                          std::min(attempt, k_attempts), k_attempts);
-  if (od.kind == OpDivergence::Kind::same_inputs && !resume_explains) {
+  if (ranked && od.kind == OpDivergence::Kind::same_inputs) {
+    // Saving an op's inputs ends the process that runs it: one rank gone leaves the others waiting in
+    // their next collective.
+    loc.note += "; no repro.py for an op of a data-parallel program";
+  } else if (od.kind == OpDivergence::Kind::same_inputs && !resume_explains) {
     const fs::path root = fs::path(plan.opt.work_dir) / fmt::format("replay-{}.{}", pair.run, attempt);
     ReplaySpec save;
     save.save_index = od.a.index;

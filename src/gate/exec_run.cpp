@@ -470,8 +470,12 @@ ProcessResult run_program(const ExecPlan& plan, RunInProgress& r, const ProcessP
     env["REPRUN_AUTO_STEP_LOG"] = files.file(RunFile::capture_steps);
     env["REPRUN_FRAMEWORK_FILE"] = files.file(RunFile::framework_facts);
     env["REPRUN_EVENTS"] = files.file(RunFile::events);
+    // The ranks of a data-parallel program but rank 0 keep their records in ranks/<r>/.
+    env["REPRUN_RANK_STEP_LOG"] = files.rank_file_template(RunFile::capture_steps);
+    env["REPRUN_RANK_FRAMEWORK_FILE"] = files.rank_file_template(RunFile::framework_facts);
     if (replay.trace_steps > 0) {
       env["REPRUN_OP_TRACE"] = files.file(RunFile::op_trace);
+      env["REPRUN_RANK_OP_TRACE"] = files.rank_file_template(RunFile::op_trace);
       env["REPRUN_OP_TRACE_STEPS"] = std::to_string(replay.trace_steps);
     }
     if (replay.trace_from >= 0) {
@@ -577,6 +581,55 @@ ojson take_framework_facts(const RunDir& files, std::vector<std::string>& notes)
   return j;
 }
 
+RankLogs collect_rank_logs(const RunDir& files, ojson& framework, std::vector<std::string>& notes) {
+  RankLogs out;
+  if (!framework.is_object() || !framework.contains("distributed") || !framework["distributed"].is_object()) {
+    return out;
+  }
+  ojson& dist = framework["distributed"];
+  const ojson world = dist.value("world_size", ojson());
+  if (!world.is_number_integer() || world.get<long>() < 1 || world.get<long>() > 65536) {
+    notes.push_back(fmt::format("{}: the framework facts name no valid world size: the ranks are not recorded",
+                                files.file(RunFile::framework_facts)));
+    framework.erase("distributed");
+    return out;
+  }
+  out.world_size = static_cast<int>(world.get<long>());
+  ojson devices = ojson::object();
+  devices["0"] = framework.value("devices", ojson::object());
+  for (int r = 1; r < out.world_size; ++r) {
+    const RunDir rank = files.rank(r);
+    std::error_code ec;
+    if (!fs::is_directory(rank.path(), ec)) {
+      continue; // the rank made no optimizer step
+    }
+    const std::string auto_path = rank.file(RunFile::capture_steps);
+    const std::string steps_path = rank.file(RunFile::steps);
+    refuse_link(auto_path);
+    refuse_link(steps_path);
+    if (fs::exists(auto_path, ec)) {
+      fs::rename(auto_path, steps_path);
+      long records = 0;
+      double last = 0;
+      bool has = false;
+      const std::string error = validate_step_log(steps_path, records, last, has);
+      if (!error.empty()) {
+        out.errors.push_back(error + " (the valid prefix is kept)");
+      }
+      out.logged.push_back(r);
+    }
+    const ojson facts = take_framework_facts(rank, notes);
+    devices[std::to_string(r)] = facts.is_object() ? facts.value("devices", ojson::object()) : ojson();
+  }
+  // What rank 0 wrote of itself ("rank": 0) becomes the job's: world size, backend, each rank's devices.
+  ojson job = ojson::object();
+  job["world_size"] = out.world_size;
+  job["backend"] = dist.value("backend", ojson());
+  job["devices"] = devices;
+  dist = job;
+  return out;
+}
+
 std::string failure_block(const std::string& label, const ProcessResult& pr, const RunDir& files) {
   constexpr size_t k_tail = 20;
   std::string shown = files.file(RunFile::stderr_log);
@@ -596,7 +649,7 @@ std::string failure_block(const std::string& label, const ProcessResult& pr, con
 }
 
 CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult& pr, const StepLogFacts& log,
-                    const ojson& framework, std::vector<std::string>& failures) {
+                    const ojson& framework, std::vector<std::string>& failures, const RankLogs& ranks) {
   const RunDir& run = r.run;
   ojson artifacts = collect_artifacts(run, plan.opt.artifacts);
   uint64_t out_bytes = 0;
@@ -604,6 +657,15 @@ CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult&
   ojson m = exec_manifest(plan, r, log.source);
   if (!framework.is_null()) {
     m["framework"] = framework;
+  }
+  if (ranks.world_size > 0) {
+    // The list diff reads (never a glob): each rank's step log, relative to the run directory.
+    ojson logs = ojson::object();
+    logs["0"] = fs::relative(run.file(RunFile::steps), run.path()).string();
+    for (int rk : ranks.logged) {
+      logs[std::to_string(rk)] = fs::relative(run.rank(rk).file(RunFile::steps), run.path()).string();
+    }
+    m["ranks"] = {{"world_size", ranks.world_size}, {"logs", logs}};
   }
   m["outputs"] = {{"exit_code", pr.exit_code}, {"stdout_sha256", out_digest}, {"stdout_bytes", out_bytes},
                   {"artifacts", artifacts}};
@@ -616,6 +678,11 @@ CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult&
   summary.has_eval_fields = false;
   summary.wall_seconds = pr.wall_seconds;
   summary.steps_log = run.log_facts(RunFile::steps);
+  if (ranks.world_size > 1) {
+    for (int rk : ranks.logged) {
+      summary.rank_logs[rk] = run.rank(rk).log_facts(RunFile::steps);
+    }
+  }
   run.write_summary(summary);
   r.res.exit_code = pr.exit_code;
   r.res.status = summary.status;
@@ -629,6 +696,7 @@ CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult&
   if (!log.error.empty()) {
     failures.push_back(log.error + " (the valid prefix is kept)");
   }
+  failures.insert(failures.end(), ranks.errors.begin(), ranks.errors.end());
   return r.res;
 }
 
@@ -639,13 +707,14 @@ CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vect
   const StepLogFacts log = collect_step_log(plan, r.run, r.run.file(RunFile::steps));
   any_step_log = any_step_log || log.source != "none";
   std::vector<std::string> notes;
-  const ojson framework = take_framework_facts(r.run, notes);
+  ojson framework = take_framework_facts(r.run, notes);
+  const RankLogs ranks = collect_rank_logs(r.run, framework, notes);
   for (const auto& n : notes) {
     if (plan.opt.on_note) {
       plan.opt.on_note(n);
     }
   }
-  return finish_run(plan, r, pr, log, framework, failures);
+  return finish_run(plan, r, pr, log, framework, failures, ranks);
 }
 
 long line_step(std::string_view line) {

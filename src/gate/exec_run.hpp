@@ -100,10 +100,25 @@ StepLogFacts collect_step_log(const ExecPlan& plan, const RunDir& files, const s
 // The framework facts reprun_capture wrote in `files` (null when it wrote none); the file is removed.
 nlohmann::ordered_json take_framework_facts(const RunDir& files, std::vector<std::string>& notes);
 
+// A data-parallel program's ranks (docs/pytorch.md, "Data-parallel programs"): the world size rank
+// 0's capture recorded, and the ranks but 0 that left a step log in ranks/<r>/ (rank 0's log is the
+// run's steps.jsonl). world_size is 0 when the program had no process group.
+struct RankLogs {
+  int world_size = 0;
+  std::vector<int> logged; // ranks 1..world_size-1 with a step log, ascending
+  std::vector<std::string> errors;
+};
+
+// Moves each rank's automatic step log into ranks/<r>/steps.jsonl (validated), and folds each
+// rank's framework facts into `framework`'s "distributed" key (world size, backend, each rank's
+// devices). Nothing happens without a process group.
+RankLogs collect_rank_logs(const RunDir& files, nlohmann::ordered_json& framework, std::vector<std::string>& notes);
+
 // Writes the manifest and the summary, reports a failure of `pr` (the run's last process), and
 // returns the run. `log` describes the run's steps.jsonl as it now is.
 CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult& pr, const StepLogFacts& log,
-                    const nlohmann::ordered_json& framework, std::vector<std::string>& failures);
+                    const nlohmann::ordered_json& framework, std::vector<std::string>& failures,
+                    const RankLogs& ranks = {});
 
 // Runs the program once into `dir` (a replay adds what `replay` asks for); failures (exit status,
 // bad step log) go to `failures`.

@@ -29,6 +29,7 @@ namespace {
 constexpr const char* k_checkpoint_dir = "checkpoints";
 constexpr const char* k_artifact_dir = "artifacts";
 constexpr const char* k_process_dir = "processes";
+constexpr const char* k_rank_dir = "ranks";
 
 std::string join(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
 
@@ -329,6 +330,13 @@ void RunDir::write_summary(const RunSummary& s) const {
   if (s.evals_log) {
     j["evals_log"] = facts_json(*s.evals_log);
   }
+  if (!s.rank_logs.empty()) {
+    ojson ranks = ojson::object();
+    for (const auto& [r, facts] : s.rank_logs) {
+      ranks[std::to_string(r)] = facts_json(facts);
+    }
+    j["rank_logs"] = ranks;
+  }
   write_json(file(RunFile::summary), j);
 }
 
@@ -368,6 +376,32 @@ LogFacts RunDir::log_facts(RunFile log) const {
   return scan_log_file(file(log), -1, digest);
 }
 
+namespace {
+
+// Checks one log against the facts a summary recorded for it (see verify_logs).
+void verify_log(const std::string& where, const LogFacts& want, bool finished, const char* what,
+                const char* summary_name) {
+  Xxh3Stream digest;
+  const LogFacts got = scan_log_file(where, finished ? -1 : want.records, digest);
+  if (got.records < want.records) {
+    throw Error(where, fmt::format("damaged: holds {} complete {} records, {} recorded {} (truncated after the run "
+                                   "wrote it)",
+                                   got.records, what, summary_name, want.records));
+  }
+  if (got.records > want.records) {
+    throw Error(where, fmt::format("damaged: holds {} complete {} records, {} recorded {} (lines were added after the "
+                                   "run ended)",
+                                   got.records, what, summary_name, want.records));
+  }
+  if (got.xxh3 != want.xxh3) {
+    throw Error(where, fmt::format("damaged: its {} {} records do not match the digest in {} ({}, now {}): the file "
+                                   "was edited after the run wrote it",
+                                   got.records, what, summary_name, want.xxh3, got.xxh3));
+  }
+}
+
+} // namespace
+
 LogCheck RunDir::verify_logs(const ojson& summary) const {
   const std::string summary_path = file(RunFile::summary);
   const std::string status = summary.value("status", "");
@@ -385,23 +419,19 @@ LogCheck RunDir::verify_logs(const ojson& summary) const {
       }
       continue;
     }
-    Xxh3Stream digest;
-    const LogFacts got = scan_log_file(file(log), finished ? -1 : want->records, digest);
-    const std::string where = file(log);
-    if (got.records < want->records) {
-      throw Error(where, fmt::format("damaged: holds {} complete {} records, {} recorded {} (truncated after the run "
-                                     "wrote it)",
-                                     got.records, what, name(RunFile::summary), want->records));
+    verify_log(file(log), *want, finished, what, name(RunFile::summary));
+  }
+  // A data-parallel exec: every rank's log is held to its facts as rank 0's is.
+  if (auto it = summary.find("rank_logs"); it != summary.end()) {
+    if (!it->is_object()) {
+      throw Error(summary_path, "\"rank_logs\" is not an object of {\"<rank>\": {\"records\": N, \"xxh3\": ...}}");
     }
-    if (got.records > want->records) {
-      throw Error(where, fmt::format("damaged: holds {} complete {} records, {} recorded {} (lines were added after the "
-                                     "run ended)",
-                                     got.records, what, name(RunFile::summary), want->records));
-    }
-    if (got.xxh3 != want->xxh3) {
-      throw Error(where, fmt::format("damaged: its {} {} records do not match the digest in {} ({}, now {}): the file "
-                                     "was edited after the run wrote it",
-                                     got.records, what, name(RunFile::summary), want->xxh3, got.xxh3));
+    for (const auto& [r, facts] : it->items()) {
+      if (r.empty() || r.size() > 6 || r.find_first_not_of("0123456789") != std::string::npos) {
+        throw Error(summary_path, fmt::format("\"rank_logs\": \"{}\" is not a rank number", r));
+      }
+      const std::optional<LogFacts> want = recorded_facts(*it, r.c_str(), summary_path);
+      verify_log(rank(std::stoi(r)).file(RunFile::steps), *want, finished, "step", name(RunFile::summary));
     }
   }
   return check;
@@ -485,6 +515,20 @@ RunDir RunDir::process(int n) const {
     throw Error(dir.string(), "cannot create: " + ec.message());
   }
   return RunDir(dir.string());
+}
+
+RunDir RunDir::rank(int r) const {
+  const fs::path dir = fs::path(m_path) / k_rank_dir / std::to_string(r);
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(fs::path(m_path) / k_rank_dir, ec)) ||
+      fs::is_symlink(fs::symlink_status(dir, ec))) {
+    throw Error(dir.string(), "is a symbolic link; reprun never follows one inside a run directory");
+  }
+  return RunDir(dir.string());
+}
+
+std::string RunDir::rank_file_template(RunFile f) const {
+  return (fs::path(m_path) / k_rank_dir / "{rank}" / name(f)).string();
 }
 
 std::vector<int> RunDir::processes() const {

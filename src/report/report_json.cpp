@@ -143,8 +143,23 @@ ojson diff_to_json(const DiffResult& r) {
                        {"tensors", tensors}};
     const Localization origin = origin_in_trace(d);
     j["divergence"]["origin"] = origin.found ? origin_json(origin) : ojson(nullptr);
+    if (d.rank >= 0) {
+      j["divergence"]["rank"] = d.rank; // a data-parallel program: the root rank
+    }
   } else {
     j["divergence"] = nullptr;
+  }
+  if (!r.ranks.empty()) {
+    ojson ranks = ojson::array();
+    for (const auto& rr : r.ranks) {
+      ranks.push_back({{"rank", rr.rank},
+                       {"identical", !rr.found},
+                       {"step", rr.found ? ojson(rr.step) : ojson(nullptr)},
+                       {"classification", rr.found ? ojson(divergence_kind_name(rr.kind)) : ojson(nullptr)},
+                       {"loss_differs", rr.loss_differs},
+                       {"steps_compared", rr.steps_compared}});
+    }
+    j["ranks"] = ranks;
   }
   ojson growth = ojson::array();
   for (const auto& g : r.growth) {

@@ -55,7 +55,8 @@ std::string diff_markdown(const DiffResult& r, const std::string& heading, const
                    r.mode);
   const Divergence& d = r.divergence;
   if (d.found) {
-    o += fmt::format("**First divergence:** step {} — **{}**: {}\n\n", d.step, d.classification(), esc_md(d.detail));
+    o += fmt::format("**First divergence:** step {}{} — **{}**: {}\n\n", d.step,
+                     r.ranks.empty() ? "" : fmt::format(", rank {}", d.rank), d.classification(), esc_md(d.detail));
     const Localization origin = divergence_origin(r, loc);
     if (origin.found) {
       o += fmt::format("**Origin:** step {}, {}: the first differing value in computation order\n\n", origin.step,
@@ -338,7 +339,8 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
   }
   const Divergence& d = r.divergence;
   if (d.found) {
-    o += fmt::format("<p><b>First divergence:</b> step {} — <b>{}</b>: {}</p>\n", d.step, esc_xml(d.classification()),
+    o += fmt::format("<p><b>First divergence:</b> step {}{} — <b>{}</b>: {}</p>\n", d.step,
+                     r.ranks.empty() ? "" : fmt::format(", rank {}", d.rank), esc_xml(d.classification()),
                      esc_xml(d.detail));
     const Localization origin = divergence_origin(r, loc);
     if (origin.found) {

@@ -197,9 +197,19 @@ void divergence_text(std::string& o, const Style& st, const DiffResult& r, const
     o += fmt::format("  none: {} step records compared\n", r.steps_compared);
     return;
   }
-  o += fmt::format("  step {}{} (line {}): {}\n", d.step, d.epoch >= 0 ? fmt::format(", epoch {}", d.epoch) : "",
-                   d.line, st.bold(d.classification()));
+  o += fmt::format("  step {}{}{} (line {}): {}\n", d.step, d.epoch >= 0 ? fmt::format(", epoch {}", d.epoch) : "",
+                   r.ranks.empty() ? "" : fmt::format(", rank {}", d.rank), d.line, st.bold(d.classification()));
   o += "  " + d.detail + "\n";
+  if (!r.ranks.empty()) {
+    // Rank by rank: which ranks' logs part, and where.
+    std::string by_rank;
+    for (const auto& rr : r.ranks) {
+      by_rank += fmt::format("{}rank {}: {}", by_rank.empty() ? "" : "; ", rr.rank,
+                             !rr.found ? "identical"
+                                       : fmt::format("step {}{}", rr.step, rr.loss_differs ? " (loss differs)" : ""));
+    }
+    o += "  by rank: " + by_rank + "\n";
+  }
   const Localization origin = divergence_origin(r, loc);
   if (origin.found && !origin.source.empty()) {
     o += fmt::format("  origin: step {}, {} at {}: the first operation whose outputs differ, in execution order; "

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,6 +90,19 @@ struct Divergence {
   double loss_rel = 0;
   long loss_differs_from = -1; // first step whose loss differs (-1: none within the logs; a step 0 may have a loss)
   std::vector<TensorDelta> tensors;
+  // A data-parallel exec: the rank whose log parts first (the root: at the first differing step,
+  // the lowest rank whose loss differs there, else the lowest rank that differs); -1 without ranks.
+  int rank = -1;
+};
+
+// One rank's comparison, when both runs are data-parallel programs of more than one rank.
+struct RankResult {
+  int rank = 0;
+  bool found = false; // its logs part
+  long step = 0;
+  DivergenceKind kind = DivergenceKind::none;
+  bool loss_differs = false; // its loss differs at `step`
+  long steps_compared = 0;
 };
 
 struct GapPoint {
@@ -108,6 +122,10 @@ struct RunSide {
   long last_step = -1;
   size_t partial_tail = 0;
   std::string status; // from summary.json, or "" for bare logs
+  // exec of a data-parallel program (the manifest's "ranks"): its world size (0: no process group)
+  // and the step log of each rank but 0, whose log is steps_path.
+  int world_size = 0;
+  std::map<int, std::string> rank_logs;
 };
 
 // A likely cause of a difference and the change that removes it (audit/cause.hpp).
@@ -133,6 +151,7 @@ struct DiffResult {
   std::vector<std::pair<long, std::pair<double, double>>> loss_series; // decimated, for plots
   std::vector<std::string> notes;
   std::vector<Diagnosis> diagnosis; // most likely cause first; empty when identical
+  std::vector<RankResult> ranks;    // rank by rank, when both runs have more than one rank
   long material_meta_count() const;
 };
 

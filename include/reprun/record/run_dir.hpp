@@ -20,6 +20,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +63,9 @@ struct RunSummary {
   double wall_seconds = 0.0;
   std::optional<double> steps_per_second;
   std::optional<LogFacts> steps_log, evals_log;
+  // exec of a data-parallel program: the step log of each rank but rank 0 (whose log is the run's
+  // steps.jsonl), by rank; written only when the program ran more than one rank.
+  std::map<int, LogFacts> rank_logs;
 };
 
 // What RunDir::verify_logs found: the logs match the summary's facts, or the summary holds none
@@ -176,6 +180,14 @@ public:
   RunDir process(int n) const;
   // The process folders that exist, in number order (1, 2, ...); symbolic links are left out.
   std::vector<int> processes() const;
+
+  // exec of a data-parallel program: the folder of rank `r`'s own records (ranks/<r>/, not
+  // created: the program's processes write into it), whose file() paths are that rank's files.
+  // Rank 0's records are the run's own. Throws Error when ranks/ or ranks/<r> is a symbolic link.
+  RunDir rank(int r) const;
+  // The path of file `f` of every rank, with "{rank}" where the rank's number goes, for the
+  // program's processes, which learn their rank only once they run.
+  std::string rank_file_template(RunFile f) const;
 
 private:
   explicit RunDir(std::string path) : m_path(std::move(path)) {}

@@ -1,0 +1,153 @@
+# reprun exec on a data-parallel PyTorch program (DistributedDataParallel over gloo, two processes
+# started by torch.multiprocessing.spawn: Debian's torch 1.13 torchrun fails on this Python for
+# reasons of its own, so the launcher here is mp.spawn; the launcher and DataLoader workers are not
+# ranks either way). Every rank's step log is recorded (rank 0's is steps.jsonl, rank r's
+# ranks/<r>/steps.jsonl) and compared with the same rank's:
+#  (a) a rank that sleeps before its first step (rank 0 in run-1, rank 1 in run-2) changes nothing:
+#      PASS, every rank compared (it failed about half the time when whichever process stepped
+#      first wrote the one step log); five plain execs in a row pass too;
+#  (b) the records: the manifest lists the world size and the rank logs, the framework facts the
+#      backend and each rank's devices, summary.json each rank log's integrity facts; a damaged rank
+#      log is exit 2;
+#  (c) OMP_NUM_THREADS varied on a wide first layer: exit 1 naming the rank, aten.addmm, its line
+#      and the thread cause; no collective blamed;
+#  (d) rank 1 alone draws unseeded numpy noise into its batch: localized to rank 1 and that line;
+#  (e) another world size: one counted difference (ranks.world_size), the logs not compared.
+source "$(dirname "$0")/lib.sh"
+PY=$(python_with torch) || skip "no python3 with torch (apt-get install python3-torch)"
+"$PY" -c "import numpy, torch.distributed as d; assert d.is_available()" 2>/dev/null || skip "torch without distributed"
+PORT=$("$PY" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+
+cat >ddp.py <<'PYSRC'
+import os, time
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset, DistributedSampler
+
+WIDE = os.environ.get("WIDE") == "1"
+
+
+def worker(rank, world):
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + os.environ["PORT"], rank=rank, world_size=world)
+    torch.manual_seed(0)
+    f, h = (512, 1024) if WIDE else (16, 32)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(256, f, generator=g)
+    y = torch.randint(0, 4, (256,), generator=g)
+    ds = TensorDataset(x, y)
+    sampler = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=True, seed=3)
+    dl = DataLoader(ds, batch_size=32, sampler=sampler)
+    model = DDP(torch.nn.Sequential(torch.nn.Linear(f, h), torch.nn.ReLU(), torch.nn.Linear(h, 4)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for i, (xb, yb) in enumerate(dl):
+            if os.environ.get("SLEEP_RANK") == str(rank) and epoch == 0 and i == 0:
+                time.sleep(0.5)
+            if os.environ.get("NOISE_RANK") == str(rank):
+                xb = xb + torch.from_numpy(np.random.randn(*xb.shape).astype("float32")) * 0.01
+            loss = torch.nn.functional.cross_entropy(model(xb), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(int(os.environ.get("WORLD", "2")),), nprocs=int(os.environ.get("WORLD", "2")))
+PYSRC
+line_of() { grep -n -- "$2" "$1" | head -1 | cut -d: -f1; }
+
+# (a) the sleeping rank, then five plain execs.
+run_rc "$REPRUN" exec -o "$T/sleep" -q --pin PORT=$PORT --vary env:SLEEP_RANK=0,1 -- "$PY" ddp.py
+[[ $RC == 0 ]] || fail "(a) a sleeping rank made the runs differ, exit $RC: $(cat "$T/out") $(cat "$T/err")"
+grep -q "^PASS: 2 runs of the program identical" "$T/out" || fail "(a) $(head -3 "$T/out")"
+grep -q "IDENTICAL: 16 step records bitwise identical on 2 ranks" "$T/out" || fail "(a) not compared rank by rank: $(cat "$T/out")"
+for k in 1 2 3 4 5; do
+  run_rc "$REPRUN" exec -o "$T/plain$k" -q --pin PORT=$PORT -- "$PY" ddp.py
+  [[ $RC == 0 ]] || fail "(a) exec $k of 5: exit $RC: $(head -5 "$T/out") $(cat "$T/err")"
+done
+
+# (b) the records.
+R="$T/sleep/run-1"
+[[ $(wc -l <"$R/steps.jsonl") == 8 && $(wc -l <"$R/ranks/1/steps.jsonl") == 8 ]] || fail "(b) rank logs: $(find "$R")"
+cmp -s "$R/steps.jsonl" "$R/ranks/1/steps.jsonl" && fail "(b) both ranks logged the same losses (one rank's log twice?)"
+"$PY" - "$R" <<'PYCHECK' || fail "(b) records: $(cat "$R/manifest.json") $(cat "$R/summary.json")"
+import json, sys
+m = json.load(open(sys.argv[1] + "/manifest.json"))
+s = json.load(open(sys.argv[1] + "/summary.json"))
+assert m["ranks"] == {"world_size": 2, "logs": {"0": "steps.jsonl", "1": "ranks/1/steps.jsonl"}}, m["ranks"]
+d = m["framework"]["distributed"]
+assert d["world_size"] == 2 and d["backend"] == "gloo" and set(d["devices"]) == {"0", "1"}, d
+assert s["rank_logs"]["1"]["records"] == 8 and s["rank_logs"]["1"]["xxh3"].startswith("xxh3:"), s
+PYCHECK
+[[ ! -e $R/ranks/1/capture-steps.jsonl && ! -e $R/ranks/1/framework.json ]] || fail "(b) capture files left in ranks/1"
+cp -r "$T/sleep/run-2" "$T/damaged"
+sed -i '3s/"loss":[0-9.e-]*/"loss":0.5/' "$T/damaged/ranks/1/steps.jsonl"
+expect_error "ranks/1/steps.jsonl: damaged: its 8 step records do not match the digest in summary.json" \
+  "$REPRUN" diff "$T/sleep/run-1" "$T/damaged"
+
+# A rank log missing at the same world size: exit 1, named; a run without ranks: rank 0 compared, said.
+for v in missing noranks; do
+  cp -r "$T/sleep/run-2" "$T/$v"
+  "$PY" - "$T/$v" "$v" <<'PYEDIT'
+import json, shutil, sys
+d, v = sys.argv[1], sys.argv[2]
+m, s = json.load(open(d + "/manifest.json")), json.load(open(d + "/summary.json"))
+if v == "missing":
+    del m["ranks"]["logs"]["1"]
+else:
+    del m["ranks"]
+del s["rank_logs"]
+shutil.rmtree(d + "/ranks")
+json.dump(m, open(d + "/manifest.json", "w"), indent=1)
+json.dump(s, open(d + "/summary.json", "w"), indent=1)
+PYEDIT
+done
+expect_rc 1 "$REPRUN" diff "$T/sleep/run-1" "$T/missing" --ignore-meta env --ignore-meta pins
+grep -q '^DIFFERENT: step records identical, but 1 metadata field differs' "$T/out" || fail "(b) missing: $(cat "$T/out")"
+grep -qE '^  \[outputs\] ranks.logs.1: "ranks/1/steps.jsonl" -> \(absent\)' "$T/out" || fail "(b) missing: not named: $(cat "$T/out")"
+grep -q 'rank 1: no step log in B: not compared' "$T/out" || fail "(b) missing: no note: $(cat "$T/out")"
+run_rc "$REPRUN" diff "$T/sleep/run-1" "$T/noranks"
+grep -q "B recorded no ranks (no process group): its step log is compared with rank 0's only" "$T/out" ||
+  fail "(b) no ranks: no note: $(cat "$T/out")"
+
+# (c) threads varied on a wide first layer.
+fwd=$(line_of ddp.py 'loss = torch.nn.functional.cross_entropy')
+run_rc "$REPRUN" exec -o "$T/threads" -q --pin PORT=$PORT --pin WIDE=1 --vary env:OMP_NUM_THREADS=1,2 --format json -- "$PY" ddp.py
+[[ $RC == 1 ]] || fail "(c) exit $RC: $(head -c 2000 "$T/out") $(cat "$T/err")"
+"$PY" - "$T/out" "ddp.py:$fwd" <<'PYCHECK' || fail "(c) $(head -c 5000 "$T/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+pair = r["pairs"][0]
+loc, div = pair["localization"], pair["diff"]["divergence"]
+rank = div["rank"]
+assert loc["found"] and loc["sentence"].startswith(f"rank {rank}, step 1, forward"), loc["sentence"]
+assert "aten.addmm" in loc["sentence"] and sys.argv[2] in loc["sentence"], loc["sentence"]
+assert "threads are 1 in A and 2 in B" in loc["sentence"], loc["sentence"]
+assert "c10d" not in loc["sentence"], loc["sentence"]
+ranks = pair["diff"]["ranks"]
+assert [x["rank"] for x in ranks] == [0, 1] and all(not x["identical"] for x in ranks), ranks
+causes = [d["cause"] for d in pair["diff"]["diagnosis"]]
+assert f"on rank {rank}" in causes[0] and "threads" in causes[0], causes
+PYCHECK
+
+# (d) rank 1 draws unseeded noise into its batch.
+noise=$(line_of ddp.py 'xb = xb + torch.from_numpy')
+run_rc "$REPRUN" exec -o "$T/noise" -q --pin PORT=$PORT --pin NOISE_RANK=1 -- "$PY" ddp.py
+[[ $RC == 1 ]] || fail "(d) exit $RC: $(cat "$T/err")"
+grep -q "^FAIL: .*run-2: rank 1, step 1, forward, worker (ddp.py:$noise): aten.lift_fresh — its inputs already differ" "$T/out" ||
+  fail "(d) not localized to rank 1 and its line: $(head -1 "$T/out")"
+grep -q "^DIFFERENT: runs part at step 1 on rank 1 (computation)" "$T/out" || fail "(d) verdict: $(cat "$T/out")"
+grep -q "by rank: rank 0: step 1; rank 1: step 1 (loss differs)" "$T/out" || fail "(d) by rank: $(cat "$T/out")"
+
+# (e) another world size.
+run_rc "$REPRUN" exec -o "$T/world" -q --pin PORT=$PORT --vary env:WORLD=2,3 -- "$PY" ddp.py
+[[ $RC == 1 ]] || fail "(e) exit $RC: $(cat "$T/err")"
+grep -q "DIFFERENT: world sizes differ (2 -> 3), step logs not compared; 1 metadata field differs" "$T/out" ||
+  fail "(e) verdict: $(cat "$T/out")"
+grep -qE "^  \[distributed\] ranks.world_size: 2 -> 3" "$T/out" || fail "(e) the world size is not the counted field: $(cat "$T/out")"
+pass
