@@ -74,6 +74,11 @@ public:
 
   const std::string& end() const { return m_end; }
 
+  // The ordinal among the collectives of op `index`, or -1 when it is not one.
+  long collective_ordinal(long index) const {
+    return index >= 0 && static_cast<size_t>(index) < m_ops.size() ? m_ops[static_cast<size_t>(index)].collective : -1;
+  }
+
   // "op 12, aten.empty at train.py:30" for an earlier op of this trace.
   std::string describe(long index, bool* compared = nullptr) const {
     if (index < 0 || static_cast<size_t>(index) >= m_ops.size()) {
@@ -91,6 +96,7 @@ private:
   struct Seen {
     uint32_t op = 0, where = 0;
     bool compared = true;
+    long collective = -1; // its ordinal among the trace's collectives
   };
 
   uint32_t intern(const std::string& s) {
@@ -108,7 +114,10 @@ private:
     if (m_ops.size() <= static_cast<size_t>(r.index)) {
       m_ops.resize(static_cast<size_t>(r.index) + 1);
     }
-    m_ops[static_cast<size_t>(r.index)] = Seen{intern(r.op), intern(r.where), r.out.has_value()};
+    const bool collective = is_collective(r.op);
+    m_ops[static_cast<size_t>(r.index)] =
+        Seen{intern(r.op), intern(r.where), r.out.has_value(), collective ? m_collectives : -1};
+    m_collectives += collective ? 1 : 0;
   }
 
   std::string m_path;
@@ -116,6 +125,7 @@ private:
   long m_line = 0;
   std::string m_end;
   std::vector<Seen> m_ops;
+  long m_collectives = 0;
   std::vector<std::string> m_strings;
   std::unordered_map<std::string, uint32_t> m_ids;
 };
@@ -185,6 +195,19 @@ std::string thread_counts(const ojson& fa, const ojson& fb) {
 } // namespace
 
 bool is_random_draw(const std::string& op) { return is_random_op(base_name(op)); }
+
+bool is_collective(const std::string& op) { return op.rfind("c10d.", 0) == 0; }
+
+std::optional<OpRecord> nth_collective(const std::string& path, long k) {
+  TraceReader t(path);
+  long seen = 0;
+  while (std::optional<OpRecord> r = t.next()) {
+    if (is_collective(r->op) && seen++ == k) {
+      return r;
+    }
+  }
+  return std::nullopt;
+}
 
 std::string short_op_name(const std::string& op) {
   // namespace.name.overload -> namespace.name
@@ -259,7 +282,8 @@ OpDivergence compare_op_traces(const std::string& path_a, const std::string& pat
                                      k);
       } else {
         std::string from = ta.describe(src, &compared);
-        d.input_origin = from.find(", c10d.") != std::string::npos
+        d.collective = ta.collective_ordinal(src);
+        d.input_origin = d.collective >= 0
                              ? fmt::format("input {} is the result of the collective {}: the other ranks' "
                                            "contributions to it differ (the rank whose inputs differ is the "
                                            "one to follow)",
@@ -292,6 +316,14 @@ OpCause op_cause(const OpDivergence& d, const ojson& framework_a, const ojson& f
     c.reason = "the runs executed different operations from here: control flow depends on something that "
                "differs (data, a random draw, the environment, timing)";
     c.fix = "find what the branch before this op reads, and make it the same in every run";
+    return c;
+  }
+  if (is_collective(d.a.op)) {
+    c.reason = "a collective whose inputs are the same on every rank gave different results: the order in which "
+               "it sums the ranks' contributions is not fixed (NCCL chooses its algorithm, protocol and channels at "
+               "run time; another world size or topology changes them)";
+    c.fix = "fix the reduction order: with NCCL, the same NCCL_ALGO, NCCL_PROTO and NCCL_MIN_NCHANNELS = "
+            "NCCL_MAX_NCHANNELS in every run, on the same GPUs and world size";
     return c;
   }
   const std::string b = base_name(d.a.op);

@@ -16,6 +16,8 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <functional>
+#include <optional>
 
 namespace reprun {
 
@@ -59,6 +61,47 @@ std::string intra_op_threads(const ojson& framework) {
   return "";
 }
 
+// A data-parallel program whose root rank's first differing op reads the result of a collective:
+// the k-th collective of every rank is the same one, so its inputs are compared rank by rank. The
+// collective is blamed only when every rank gave it the same inputs in both runs; otherwise the
+// search goes on in the lowest rank whose input to it differs (up to one hop a rank).
+void follow_collectives(OpDivergence& od, int& rank, int world,
+                        const std::function<std::string(const std::string&, int)>& trace) {
+  for (int hop = 0; hop < world && od.kind == OpDivergence::Kind::inputs_differ && od.collective >= 0; ++hop) {
+    const long k = od.collective;
+    int follow = -1;
+    std::optional<OpRecord> at_root_a, at_root_b;
+    for (int q = 0; q < world; ++q) {
+      std::optional<OpRecord> ca = nth_collective(trace("a", q), k), cb = nth_collective(trace("b", q), k);
+      if (q == rank) {
+        at_root_a = ca;
+        at_root_b = cb;
+      }
+      if (ca && cb && ca->in != cb->in && follow < 0) {
+        follow = q;
+      }
+    }
+    if (!at_root_a || !at_root_b) {
+      return; // a trace ended before the collective: the root rank's own finding stands
+    }
+    if (follow < 0 || follow == rank) {
+      OpDivergence c;
+      c.kind = follow < 0 ? OpDivergence::Kind::same_inputs : OpDivergence::Kind::inputs_differ;
+      c.a = *at_root_a;
+      c.b = *at_root_b;
+      c.ops_compared = od.ops_compared;
+      if (follow == rank) {
+        c.input_origin = "this rank's own input to the collective differs, written outside the traced ops (DDP "
+                         "fills its gradient buckets in C++)";
+      }
+      od = std::move(c);
+      return;
+    }
+    rank = follow;
+    od = compare_op_traces(trace("a", rank), trace("b", rank));
+  }
+}
+
 } // namespace
 
 // Operation-level localization of a pair that diverged at a step: replays run-1 and run-K with an
@@ -82,7 +125,7 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   Localization loc;
   loc.step = dv.step;
   const bool ranked = !pair.diff.ranks.empty();
-  const int rank = ranked ? std::max(dv.rank, 0) : 0;
+  int rank = ranked ? std::max(dv.rank, 0) : 0;
   constexpr int k_attempts = 3;
   OpDivergence od;
   int attempt = 1;
@@ -110,9 +153,12 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
       return loc;
     }
     // A data-parallel program: the root rank's traces (the rank whose own numbers part first).
-    auto traced = [&](const RunDir& d) { return rank > 0 ? d.rank(rank).file(RunFile::op_trace) : d.file(RunFile::op_trace); };
-    const std::string trace_a = traced(RunDir::open(dir_a));
-    const std::string trace_b = traced(rr ? RunDir::open(dir_b).process(2) : RunDir::open(dir_b));
+    auto traced = [&](const std::string& dir, int q) {
+      const RunDir d = rr && dir == dir_b ? RunDir::open(dir).process(2) : RunDir::open(dir);
+      return q > 0 ? d.rank(q).file(RunFile::op_trace) : d.file(RunFile::op_trace);
+    };
+    const std::string trace_a = traced(dir_a, rank);
+    const std::string trace_b = traced(dir_b, rank);
     std::error_code ec;
     if (!fs::exists(trace_a, ec) || !fs::exists(trace_b, ec)) {
       loc.note = "op-level localization: the replays wrote no op trace (torch was not imported, or the program "
@@ -121,6 +167,11 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     }
     try {
       od = compare_op_traces(trace_a, trace_b, rr != nullptr);
+      if (ranked) {
+        follow_collectives(od, rank, pair.diff.a.world_size, [&](const std::string& side, int q) {
+          return traced(side == "a" ? dir_a : dir_b, q);
+        });
+      }
     } catch (const Error& e) { // a damaged trace: the runs' own verdict stands
       loc.note = std::string("op-level localization: ") + e.what();
       return loc;

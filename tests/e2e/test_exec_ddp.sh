@@ -12,6 +12,8 @@
 #  (c) OMP_NUM_THREADS varied on a wide first layer: exit 1 naming the rank, aten.addmm, its line
 #      and the thread cause; no collective blamed;
 #  (d) rank 1 alone draws unseeded numpy noise into its batch: localized to rank 1 and that line;
+#      and into a gradient (a hook): the losses agree, the all-reduce spreads it to every rank, and
+#      the search follows the collective's inputs to rank 1;
 #  (e) another world size: one counted difference (ranks.world_size), the logs not compared.
 source "$(dirname "$0")/lib.sh"
 PY=$(python_with torch) || skip "no python3 with torch (apt-get install python3-torch)"
@@ -42,6 +44,8 @@ def worker(rank, world):
     dl = DataLoader(ds, batch_size=32, sampler=sampler)
     model = DDP(torch.nn.Sequential(torch.nn.Linear(f, h), torch.nn.ReLU(), torch.nn.Linear(h, 4)))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    if os.environ.get("GRAD_NOISE_RANK") == str(rank):
+        model.module[0].weight.register_hook(lambda g: g + torch.from_numpy(np.random.randn(*g.shape).astype("float32")))
     for epoch in range(2):
         sampler.set_epoch(epoch)
         for i, (xb, yb) in enumerate(dl):
@@ -143,6 +147,16 @@ grep -q "^FAIL: .*run-2: rank 1, step 1, forward, worker (ddp.py:$noise): aten.l
   fail "(d) not localized to rank 1 and its line: $(head -1 "$T/out")"
 grep -q "^DIFFERENT: runs part at step 1 on rank 1 (computation)" "$T/out" || fail "(d) verdict: $(cat "$T/out")"
 grep -q "by rank: rank 0: step 1; rank 1: step 1 (loss differs)" "$T/out" || fail "(d) by rank: $(cat "$T/out")"
+
+# (d2) rank 1 adds unseeded noise to a gradient: every loss of step 1 is equal, the all-reduce spreads
+# the difference to every rank, and the search follows the rank whose input to it differs.
+hook=$(line_of ddp.py 'register_hook(lambda g')
+run_rc "$REPRUN" exec -o "$T/gradnoise" -q --pin PORT=$PORT --pin GRAD_NOISE_RANK=1 -- "$PY" ddp.py
+[[ $RC == 1 ]] || fail "(d2) exit $RC: $(cat "$T/err")"
+grep -q "by rank: rank 0: step 1; rank 1: step 1$" "$T/out" || fail "(d2) by rank: $(cat "$T/out")"
+grep -q "^FAIL: .*run-2: rank 1, step 1, backward, .*(ddp.py:$hook): aten.lift_fresh — its inputs already differ" "$T/out" ||
+  fail "(d2) not followed to rank 1's hook: $(head -1 "$T/out")"
+grep -q "^FAIL: .*c10d" "$T/out" && fail "(d2) a collective blamed: $(head -1 "$T/out")"
 
 # (e) another world size.
 run_rc "$REPRUN" exec -o "$T/world" -q --pin PORT=$PORT --vary env:WORLD=2,3 -- "$PY" ddp.py

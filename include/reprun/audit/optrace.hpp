@@ -35,6 +35,10 @@ struct OpDivergence {
   std::vector<size_t> differing_inputs; // positions in `in`
   std::string input_origin;             // inputs_differ: where the differing input came from
   std::string end_a, end_b;             // how each trace ended: steps | max_ops | exit | "" (cut short)
+  // inputs_differ, in a data-parallel program: the first differing input is the result of a
+  // collective, the `collective`-th (from 0) of A's trace; -1 otherwise. Each rank runs the same
+  // collectives in the same order, so the k-th of every rank's trace is the same collective.
+  long collective = -1;
 };
 
 // Compares two op traces. Throws Error (exit 2) when a trace cannot be read. A random draw whose
@@ -67,5 +71,12 @@ std::string short_op_name(const std::string& op);
 
 // True for an op that draws from a random generator (randn, bernoulli_, dropout, randperm, ...).
 bool is_random_draw(const std::string& op);
+
+// True for a collective of torch.distributed (c10d.allreduce_, c10d.broadcast_, ...).
+bool is_collective(const std::string& op);
+
+// The k-th collective (from 0) of a trace, or none when it holds fewer. Throws Error as
+// compare_op_traces does.
+std::optional<OpRecord> nth_collective(const std::string& path, long k);
 
 } // namespace reprun
