@@ -816,7 +816,8 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
   if (world_sizes_differ) {
     // Each rank's log holds its own shard's losses: logs of other world sizes are not comparable.
     r.notes.push_back(fmt::format("world sizes differ ({} -> {}): the step logs are not compared (each rank's log "
-                                  "holds the losses of its own shard of the data)",
+                                  "holds the losses of its own shard of the data, and under FSDP the checksums of "
+                                  "its own shard of the parameters)",
                                   r.a.world_size, r.b.world_size));
     for (auto& m : r.meta) {
       if (m.kind == MetaDelta::Kind::material &&

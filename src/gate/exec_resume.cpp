@@ -97,8 +97,19 @@ void require_resumable(const ExecPlan& plan, const CheckRun& first, const RunEve
   const bool torch = saw_torch(run);
   const ProcessEvents none;
   const ProcessEvents& ev = first_events.processes.empty() ? none : first_events.processes.front();
+  const ojson manifest = run.read_manifest();
+  const long world = manifest.contains("ranks") && manifest["ranks"].is_object()
+                         ? manifest["ranks"].value("world_size", 0L)
+                         : 0;
   for (long n : plan.resume) {
     const std::string flag = fmt::format("--vary resume={}", n);
+    if (world > 1) {
+      // Each rank would need its own kill, resume and boundary table: not built yet.
+      throw Error(flag, fmt::format("run-1 is a data-parallel program ({} ranks): the resume audit covers "
+                                    "single-process programs; run a one-process version of it, or compare plain "
+                                    "runs rank by rank (exec without --vary resume)",
+                                    world));
+    }
     if (last < 0) {
       throw Error(flag, "run-1 left no step log, so there is no step to kill it after: a PyTorch program gets one "
                         "from reprun's capture (it needs a torch.optim optimizer); another writes REPRUN_STEP_LOG, or "

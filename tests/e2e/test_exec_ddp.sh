@@ -158,6 +158,10 @@ grep -q "^FAIL: .*run-2: rank 1, step 1, backward, .*(ddp.py:$hook): aten.lift_f
   fail "(d2) not followed to rank 1's hook: $(head -1 "$T/out")"
 grep -q "^FAIL: .*c10d" "$T/out" && fail "(d2) a collective blamed: $(head -1 "$T/out")"
 
+# The resume audit is for single-process programs: refused, not misreported.
+expect_error "--vary resume=3: run-1 is a data-parallel program \(2 ranks\)" \
+  "$REPRUN" exec -o "$T/resume" -q --pin PORT=$PORT --vary resume=3 -- "$PY" ddp.py
+
 # (e) another world size.
 run_rc "$REPRUN" exec -o "$T/world" -q --pin PORT=$PORT --vary env:WORLD=2,3 -- "$PY" ddp.py
 [[ $RC == 1 ]] || fail "(e) exit $RC: $(cat "$T/err")"
