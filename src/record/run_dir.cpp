@@ -503,13 +503,23 @@ std::string RunDir::artifact_path(const std::string& file_name) const {
   return (dir / fs::path(file_name).filename()).string();
 }
 
-RunDir RunDir::process(int n) const {
-  const fs::path dir = fs::path(m_path) / k_process_dir / std::to_string(n);
+namespace {
+
+// `root`/`folder`/`n`, refused when either level is a symbolic link.
+fs::path numbered_subfolder(const std::string& root, const char* folder, int n) {
+  const fs::path dir = fs::path(root) / folder / std::to_string(n);
   std::error_code ec;
-  if (fs::is_symlink(fs::symlink_status(fs::path(m_path) / k_process_dir, ec)) ||
-      fs::is_symlink(fs::symlink_status(dir, ec))) {
+  if (fs::is_symlink(fs::symlink_status(fs::path(root) / folder, ec)) || fs::is_symlink(fs::symlink_status(dir, ec))) {
     throw Error(dir.string(), "is a symbolic link; reprun never follows one inside a run directory");
   }
+  return dir;
+}
+
+} // namespace
+
+RunDir RunDir::process(int n) const {
+  const fs::path dir = numbered_subfolder(m_path, k_process_dir, n);
+  std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
     throw Error(dir.string(), "cannot create: " + ec.message());
@@ -517,15 +527,7 @@ RunDir RunDir::process(int n) const {
   return RunDir(dir.string());
 }
 
-RunDir RunDir::rank(int r) const {
-  const fs::path dir = fs::path(m_path) / k_rank_dir / std::to_string(r);
-  std::error_code ec;
-  if (fs::is_symlink(fs::symlink_status(fs::path(m_path) / k_rank_dir, ec)) ||
-      fs::is_symlink(fs::symlink_status(dir, ec))) {
-    throw Error(dir.string(), "is a symbolic link; reprun never follows one inside a run directory");
-  }
-  return RunDir(dir.string());
-}
+RunDir RunDir::rank(int r) const { return RunDir(numbered_subfolder(m_path, k_rank_dir, r).string()); }
 
 std::string RunDir::rank_file_template(RunFile f) const {
   return (fs::path(m_path) / k_rank_dir / "{rank}" / name(f)).string();
