@@ -129,6 +129,7 @@ class Capture:
         torch = self.torch
         self._patch_backward()
         self._patch_optimizers()
+        self._patch_init_process_group()
         self.ckpt.install()
         mm = torch.nn.modules.module
         # Global module hooks name the modules (and, in a replay, give each op its module); they slow
@@ -184,6 +185,34 @@ class Capture:
 
         torch.Tensor.backward = wrap(tensor_backward)
         torch.autograd.backward = wrap(autograd_backward)
+
+    def _patch_init_process_group(self):
+        """A rank forked from a launcher (torch.multiprocessing with start_method="fork") inherits
+        the launcher's capture, which records nothing in another process: it becomes this process's
+        own once the process joins a process group. A DataLoader worker never does."""
+        dist = getattr(self.torch, "distributed", None)
+        init = getattr(dist, "init_process_group", None) if dist is not None else None
+        if init is None or getattr(init, "_reprun_wrapped", False):
+            return
+        cap = self
+
+        @functools.wraps(init)
+        def init_process_group(*args, **kwargs):
+            result = init(*args, **kwargs)
+            if os.getpid() != cap.pid and cap.dist is None and cap.steps_here == 0:
+                cap.adopt_fork()
+            return result
+
+        init_process_group._reprun_wrapped = True
+        dist.init_process_group = init_process_group
+
+    def adopt_fork(self):
+        self.pid = os.getpid()
+        self.owner = None
+        self.log_fd = None
+        self.facts_written = False
+        if self.mode is not None:
+            self.mode.adopt_fork()
 
     def _patch_optimizers(self):
         Optimizer = self.torch.optim.Optimizer

@@ -81,7 +81,8 @@ class OpTracer:
         self.torch = cap.torch
         self.n = 0
         self.lines = _SourceLines(cap.torch)
-        self.writer = {}  # storage address -> index of the op that last wrote it
+        # storage address -> (index of the op that last wrote it, the fingerprint and view it wrote)
+        self.writer = {}
         self.out = None
         self.ended = False
         # A trace aligned at a resume boundary (REPRUN_OP_TRACE_FROM=K) records from the first training
@@ -125,6 +126,25 @@ class OpTracer:
         except Exception:
             return None
 
+    @staticmethod
+    def _view(t):
+        try:
+            return (t.dtype, tuple(t.shape), tuple(t.stride()), t.storage_offset())
+        except Exception:
+            return None
+
+    def _source(self, t, key, fp):
+        """The op that last wrote t's storage, or -1: none did (no storage: never written), or the
+        memory holds other values than that op left in the same view (it changed outside the traced
+        ops, or was freed and reused by a tensor made outside them, such as torch.from_numpy's)."""
+        w = self.writer.get(key)
+        if w is None:
+            return -1
+        i, wrote, view = w
+        if wrote is not None and view is not None and wrote != fp and view == self._view(t):
+            return -1
+        return i
+
     def _tensors(self, obj):
         from torch.utils._pytree import tree_flatten
 
@@ -150,7 +170,7 @@ class OpTracer:
             leaves, tin = self._tensors((args, kwargs))
             fin = cap.fp.many(tin)
             storages = [self._storage(t) for t in tin]
-            src = [self.writer.get(k, -1) for k in storages]  # no storage (None): never written
+            src = [self._source(t, k, fp) for t, k, fp in zip(tin, storages, fin)]
             other = "|".join(_plain_repr(self.torch, x) for x in leaves if not isinstance(x, self.torch.Tensor))
         except Exception as e:  # never the user's error: report it once and trace no further
             self._broken(e)
@@ -183,10 +203,10 @@ class OpTracer:
                         continue
                     value = args[pos] if pos < len(args) else kwargs.get(a.name)
                     written += self._tensors(value)[1]
-            for t in written:
+            for k, t in enumerate(written):
                 key = self._storage(t)
                 if key is not None:  # tensors without storage (FakeTensor, sparse) would share None
-                    self.writer[key] = i
+                    self.writer[key] = (i, fout[k] if fout is not None and k < len(fout) else None, self._view(t))
             device = str((tin or tout)[0].device) if (tin or tout) else ""
             fn, where = self.lines.find(sys._getframe(1))
             module, module_type = cap.current_module()
@@ -201,6 +221,11 @@ class OpTracer:
         finally:
             cap.busy = False
         return out
+
+    def adopt_fork(self):
+        """A rank forked from the launcher: the launcher's open trace is the launcher's."""
+        self.out = None
+        self.part = None
 
     def _open(self):
         self.part = f"{self.cap.trace_path}.{os.getpid()}.part"

@@ -13,7 +13,7 @@
 #      and the thread cause; no collective blamed;
 #  (d) rank 1 alone draws unseeded numpy noise into its batch: localized to rank 1 and that line;
 #      and into a gradient (a hook): the losses agree, the all-reduce spreads it to every rank, and
-#      the search follows the collective's inputs to rank 1;
+#      the search follows the collective's inputs to rank 1; ranks forked from the launcher too;
 #  (e) another world size: one counted difference (ranks.world_size), the logs not compared.
 source "$(dirname "$0")/lib.sh"
 PY=$(python_with torch) || skip "no python3 with torch (apt-get install python3-torch)"
@@ -61,7 +61,8 @@ def worker(rank, world):
 
 
 if __name__ == "__main__":
-    mp.spawn(worker, args=(int(os.environ.get("WORLD", "2")),), nprocs=int(os.environ.get("WORLD", "2")))
+    world = int(os.environ.get("WORLD", "2"))
+    mp.start_processes(worker, args=(world,), nprocs=world, start_method=os.environ.get("START", "spawn"))
 PYSRC
 line_of() { grep -n -- "$2" "$1" | head -1 | cut -d: -f1; }
 
@@ -143,10 +144,15 @@ PYCHECK
 noise=$(line_of ddp.py 'xb = xb + torch.from_numpy')
 run_rc "$REPRUN" exec -o "$T/noise" -q --pin PORT=$PORT --pin NOISE_RANK=1 -- "$PY" ddp.py
 [[ $RC == 1 ]] || fail "(d) exit $RC: $(cat "$T/err")"
-grep -q "^FAIL: .*run-2: rank 1, step 1, forward, worker (ddp.py:$noise): aten.lift_fresh — its inputs already differ" "$T/out" ||
+grep -q "^FAIL: .*run-2: rank 1, step 1, forward, worker (ddp.py:$noise): aten.lift_fresh — its inputs already differ.* input 0 was not made by a traced op" "$T/out" ||
   fail "(d) not localized to rank 1 and its line: $(head -1 "$T/out")"
 grep -q "^DIFFERENT: runs part at step 1 on rank 1 (computation)" "$T/out" || fail "(d) verdict: $(cat "$T/out")"
 grep -q "by rank: rank 0: step 1; rank 1: step 1 (loss differs)" "$T/out" || fail "(d) by rank: $(cat "$T/out")"
+# Ranks forked from the launcher (start_method="fork") inherit its capture and make it their own.
+run_rc "$REPRUN" exec -o "$T/fork" -q --pin PORT=$PORT --pin NOISE_RANK=1 --pin START=fork -- "$PY" ddp.py
+[[ $RC == 1 ]] || fail "(d) fork: exit $RC: $(cat "$T/err")"
+grep -q "^FAIL: .*run-2: rank 1, step 1, forward, worker (ddp.py:$noise): aten.lift_fresh" "$T/out" ||
+  fail "(d) fork: $(head -1 "$T/out")"
 
 # (d2) rank 1 adds unseeded noise to a gradient: every loss of step 1 is equal, the all-reduce spreads
 # the difference to every rank, and the search follows the rank whose input to it differs.
