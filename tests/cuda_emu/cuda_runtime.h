@@ -17,6 +17,10 @@
 // - memory from cudaMalloc starts as NaN bytes (a GPU's is garbage), and its end touches a
 //   protected page, so a kernel that reads an output before writing it, or past the end of a
 //   buffer, fails here as it might on a GPU.
+// It also counts what crosses: host-to-device and device-to-host bytes of cudaMemcpy, kernel
+// launches (per kernel) and memsets; with REPRUN_CUDA_EMU_COUNTS=FILE set, the process writes them
+// to FILE at exit (one "name value" per line), so a test can hold a step to the traffic it allows
+// (tests/e2e/test_train_cuda_emu_traffic.sh).
 // What it cannot show: the device compiler's floating-point code (tests/e2e/test_cuda_fp_policy.sh
 // reads the PTX for that), the memory model of threads that run at once, and speed.
 #pragma once
@@ -93,6 +97,40 @@ namespace cuda_emu {
 
 inline thread_local uint3 thread_idx, block_idx;
 inline thread_local dim3 block_dim, grid_dim;
+
+// ---- counts of what crosses and what runs ---------------------------------------------------------
+
+// Written at exit (the destructor of a function-local static) to REPRUN_CUDA_EMU_COUNTS when set.
+// A process killed by a signal writes nothing.
+struct Counts {
+  std::mutex mutex;
+  unsigned long long h2d_bytes = 0, d2h_bytes = 0, d2d_bytes = 0, h2d_copies = 0, d2h_copies = 0;
+  unsigned long long launches = 0, memsets = 0;
+  std::map<std::string, unsigned long long> by_kernel;
+
+  ~Counts() {
+    const char* path = std::getenv("REPRUN_CUDA_EMU_COUNTS");
+    if (path == nullptr || *path == '\0') {
+      return;
+    }
+    FILE* f = std::fopen(path, "w");
+    if (f == nullptr) {
+      return;
+    }
+    std::fprintf(f, "launches %llu\nmemsets %llu\nh2d_bytes %llu\nh2d_copies %llu\nd2h_bytes %llu\n"
+                    "d2h_copies %llu\nd2d_bytes %llu\n",
+                 launches, memsets, h2d_bytes, h2d_copies, d2h_bytes, d2h_copies, d2d_bytes);
+    for (const auto& [name, n] : by_kernel) {
+      std::fprintf(f, "kernel:%s %llu\n", name.c_str(), n);
+    }
+    std::fclose(f);
+  }
+};
+
+inline Counts& counts() {
+  static Counts c;
+  return c;
+}
 
 // ---- device memory -----------------------------------------------------------------------------
 
@@ -399,6 +437,12 @@ template <class... P> struct Launch {
     }
     static std::mutex serial; // one launch at a time: blocks share the kernel's static shared memory
     std::lock_guard<std::mutex> lock(serial);
+    {
+      Counts& c = counts();
+      std::lock_guard<std::mutex> count_lock(c.mutex);
+      ++c.launches;
+      ++c.by_kernel[name];
+    }
     const std::function<void()> body = [&] { std::apply(kernel, params); };
     auto known = kernel_uses_sync().find(reinterpret_cast<const void*>(kernel));
     const bool first = known == kernel_uses_sync().end();
@@ -508,6 +552,29 @@ inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemc
   if (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice) {
     cuda_emu::require_device(src, bytes, "cudaMemcpy source");
   }
+  {
+    cuda_emu::Counts& c = cuda_emu::counts();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (kind == cudaMemcpyHostToDevice) {
+      c.h2d_bytes += bytes;
+      ++c.h2d_copies;
+    } else if (kind == cudaMemcpyDeviceToHost) {
+      c.d2h_bytes += bytes;
+      ++c.d2h_copies;
+    } else if (kind == cudaMemcpyDeviceToDevice) {
+      c.d2d_bytes += bytes;
+    }
+  }
   std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
+  cuda_emu::require_device(dst, bytes, "cudaMemset");
+  {
+    cuda_emu::Counts& c = cuda_emu::counts();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    ++c.memsets;
+  }
+  std::memset(dst, value, bytes);
   return cudaSuccess;
 }
