@@ -51,13 +51,20 @@ double best_seconds(F&& f, int reps) {
   return best;
 }
 
-// The CUDA backend's C against the CPU backend's for one n^3 product from host memory.
+// The CUDA backend's C against the CPU backend's for one n^3 product (the operands uploaded to the
+// backend's device memory, C downloaded).
 bool identical_to_cpu(Backend& gpu, long n) {
-  const auto a = values(static_cast<size_t>(n * n), 1), b = values(static_cast<size_t>(n * n), 2);
-  auto c_cpu = values(static_cast<size_t>(n * n), 3), c_gpu = c_cpu;
+  const size_t elems = static_cast<size_t>(n * n);
+  const auto a = values(elems, 1), b = values(elems, 2);
+  auto c_cpu = values(elems, 3), c_gpu = c_cpu;
   auto cpu = make_cpu_backend(nullptr);
   cpu->gemm_acc(n, n, n, MatView{a.data(), n, 1}, b.data(), n, c_cpu.data(), n);
-  gpu.gemm_acc(n, n, n, MatView{a.data(), n, 1}, b.data(), n, c_gpu.data(), n);
+  Buffer<float> da(gpu, elems), db(gpu, elems), dc(gpu, elems);
+  gpu.upload(da.data(), a.data(), da.bytes());
+  gpu.upload(db.data(), b.data(), db.bytes());
+  gpu.upload(dc.data(), c_gpu.data(), dc.bytes());
+  gpu.gemm_acc(n, n, n, MatView{da.data(), n, 1}, db.data(), n, dc.data(), n);
+  gpu.download(c_gpu.data(), dc.data(), dc.bytes());
   return std::memcmp(c_cpu.data(), c_gpu.data(), c_cpu.size() * sizeof(float)) == 0;
 }
 

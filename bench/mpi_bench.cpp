@@ -29,9 +29,9 @@ int main(int argc, char** argv) {
   }
   ModelConfig mc;
   mc.hidden = {256, 256};
-  Mlp model(mc, 784, 10);
-  model.init(1);
   auto backend = make_cpu_backend(nullptr);
+  Mlp model(mc, 784, 10, *backend);
+  model.init(1);
   MlpRunner runner(model, mc, 64, *backend);
   RankChain chain(*ex, model, runner, argc > 2 ? std::atol(argv[2]) : 65536);
   const long n = model.parameter_count();

@@ -13,7 +13,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -50,6 +52,21 @@ public:
   explicit CpuBackend(ThreadPool* pool) : m_pool(pool), m_partial(static_cast<size_t>(pool ? pool->size() : 1)) {}
 
   nlohmann::ordered_json kernels() const override { return kernel_facts(); }
+
+  // The CPU computes on host memory: buffers are plain allocations, read and written in place.
+  bool host_memory() const override { return true; }
+  void* allocate(size_t bytes) override {
+    // 64-byte aligned (a cache line, an AVX-512 vector), as the GEMM kernels like their operands.
+    void* p = std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
+    if (p == nullptr) {
+      throw std::bad_alloc();
+    }
+    return p;
+  }
+  void release(void* p) override { std::free(p); }
+  void upload(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void download(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void zero(void* p, size_t bytes) override { std::memset(p, 0, bytes); }
 
   void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float* C, long ldc) override {
     reprun::gemm_acc(M, N, K, A, B, ldb, C, ldc, m_pool);
@@ -100,6 +117,28 @@ public:
     }
   }
 
+  // The separate calls, in order: on the CPU a fused pass would gain nothing (each is a pass over
+  // memory that the next reads from cache).
+  void dense_forward(const float* a, const float* w, const float* b, long m, long in, long out, float* z,
+                     Activation f, float* act) override {
+    fill_rows(z, b, m, out);
+    gemm_acc(m, out, in, MatView{a, in, 1}, w, out, z, out);
+    if (act) {
+      activation(f, z, act, static_cast<size_t>(m * out));
+    }
+  }
+
+  void dense_backward_data(const float* g, const float* wt, long m, long out, long in, const float* mask,
+                           Activation f, const float* z, float* dh, float* gz) override {
+    const size_t n = static_cast<size_t>(m * in);
+    std::fill(dh, dh + n, 0.0f);
+    gemm_acc(m, in, out, MatView{g, out, 1}, wt, in, dh, in);
+    if (mask) {
+      multiply(dh, mask, n);
+    }
+    activation_grad(f, z, dh, gz, n);
+  }
+
   void dropout(const DropoutDraw& d, float* act, float* mask, long m, long n) override {
     // The mask is a pure function of (seed, step, layer, sample, unit): one Philox draw per four
     // units, by the function the CUDA kernel runs too.
@@ -122,17 +161,17 @@ public:
   // Softmax rows by the functions the CUDA kernels run (elementwise.hpp), each row's loss added
   // to loss_sum in row order.
   void softmax_xent(const float* logits, const int32_t* y, long m, long C, double inv_batch, float* g,
-                    double& loss_sum) override {
+                    double* loss_sum) override {
     for (long r = 0; r < m; ++r) {
-      loss_sum += elem::softmax_xent_row(logits + r * C, y[r], C, inv_batch, g + r * C);
+      *loss_sum += elem::softmax_xent_row(logits + r * C, y[r], C, inv_batch, g + r * C);
     }
   }
 
-  void softmax_eval(const float* logits, const int32_t* y, long m, long C, double& loss_sum, long& correct) override {
+  void softmax_eval(const float* logits, const int32_t* y, long m, long C, double* loss_sum, long* correct) override {
     for (long r = 0; r < m; ++r) {
       int hit = 0;
-      loss_sum += elem::softmax_eval_row(logits + r * C, y[r], C, &hit);
-      correct += hit;
+      *loss_sum += elem::softmax_eval_row(logits + r * C, y[r], C, &hit);
+      *correct += hit;
     }
   }
 

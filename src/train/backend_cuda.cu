@@ -4,12 +4,14 @@
 // SIMT, no split-K, no tensor cores, no cuBLAS. Compiled with -fmad=false (CMakeLists.txt).
 // Not here: anything faster at the price of another order (docs/determinism.md says what is avoided).
 //
-// Memory: the interface passes host pointers (model.cpp owns std::vector buffers, and the step
-// log, checksums and checkpoints read them). Each call binds its pointers: memory the GPU can
-// already address (cudaMalloc'd or managed) is used in place; host memory is copied into a device
-// buffer kept per argument slot, and the outputs are copied back before the call returns. So
-// after every call the host sees every result, and the training loop and the model do not know
-// the backend (docs/ARCHITECTURE.md). The copies cost time, not bits.
+// Memory: every pointer the interface passes is device memory from allocate() (cudaMalloc): the
+// model's parameters, gradients, optimizer state and activations live on the GPU for the whole run
+// (backend.hpp). A compute call only launches (no copy, no synchronization); what the host needs
+// comes back through download(), a cudaMemcpy that waits for the kernels before it. Per step the
+// training loop uploads the batch and downloads the loss, and at trace "weights" the weights and
+// the update's sums of squares (docs/determinism.md). The outputs that used to come back per call
+// (the loss sum, the per-row losses, the sums of squares) are reduced on the device in the CPU's
+// order: one thread adds the rows 0..m-1, one thread adds the lanes 0..7.
 #include "reprun/train/backend.hpp"
 
 #include "reprun/core/error.hpp"
@@ -64,9 +66,34 @@ unsigned blocks_for(size_t n) { return static_cast<unsigned>((n + k_threads - 1)
 constexpr int k_bm = 128, k_bn = 128, k_bk = 16, k_tdim = 16, k_tm = k_bm / k_tdim, k_tn = k_bn / k_tdim;
 constexpr int k_apad = 4; // as[kk][ii]: a row-major A's loads store k-fastest; the pad spreads the banks
 
+// Where each element's chain starts (the prologue) and what is done with its result (the
+// epilogue): the separate calls fill_rows, activation, multiply and activation_grad folded into
+// the GEMM, with the same operations in the same order. The bias starts the chain (never "added
+// after": that would be another rounding).
+enum GemmStart : int { k_from_c = 0, k_from_zero = 1, k_from_bias = 2 };
+enum GemmPost : int { k_store = 0, k_activation = 1, k_backward = 2 };
+
+// The epilogue of element e = i*ldc + j whose chain ended at v: k_activation stores z = v and
+// out2 = f(z) (activation); k_backward stores dh = v (times mask[e] when there is a mask) and
+// out2 = dh * f'(zin[e]) (multiply, then activation_grad).
+__device__ __forceinline__ void gemm_store(float v, long e, float* C, int post, bool use_tanh, const float* mask,
+                                           const float* zin, float* out2) {
+  if (post == k_backward && mask != nullptr) {
+    v = v * mask[e];
+  }
+  C[e] = v;
+  if (post == k_activation) {
+    out2[e] = use_tanh ? mathfn::tanh(v) : elem::relu(v);
+  } else if (post == k_backward) {
+    out2[e] = use_tanh ? elem::tanh_grad(zin[e], v) : elem::relu_grad(zin[e], v);
+  }
+}
+
 // At most 128 registers a thread, so that two blocks fit on an SM.
 __global__ void __launch_bounds__(k_tdim * k_tdim, 2)
-    gemm_tiled(long M, long N, long K, const float* a, long rs, long cs, const float* b, long ldb, float* C, long ldc) {
+    gemm_tiled(long M, long N, long K, const float* a, long rs, long cs, const float* b, long ldb, float* C, long ldc,
+               int start, const float* bias, int post, bool use_tanh, const float* mask, const float* zin,
+               float* out2) {
   __shared__ float as[k_bk][k_bm + k_apad];
   __shared__ float bs[k_bk][k_bn];
   const int t = static_cast<int>(threadIdx.x);
@@ -76,7 +103,11 @@ __global__ void __launch_bounds__(k_tdim * k_tdim, 2)
   for (int mi = 0; mi < k_tm; ++mi) {
     for (int ni = 0; ni < k_tn; ++ni) {
       const long i = i0 + ty + k_tdim * mi, j = j0 + tx + k_tdim * ni;
-      acc[mi][ni] = i < M && j < N ? C[i * ldc + j] : 0.0f;
+      float c0 = 0.0f;
+      if (i < M && j < N) {
+        c0 = start == k_from_c ? C[i * ldc + j] : start == k_from_bias ? bias[j] : 0.0f;
+      }
+      acc[mi][ni] = c0;
     }
   }
   // Loads run along A's contiguous direction: k when A is row-major (cs == 1), else i.
@@ -114,7 +145,7 @@ __global__ void __launch_bounds__(k_tdim * k_tdim, 2)
     for (int ni = 0; ni < k_tn; ++ni) {
       const long i = i0 + ty + k_tdim * mi, j = j0 + tx + k_tdim * ni;
       if (i < M && j < N) {
-        C[i * ldc + j] = acc[mi][ni];
+        gemm_store(acc[mi][ni], i * ldc + j, C, post, use_tanh, mask, zin, out2);
       }
     }
   }
@@ -181,20 +212,38 @@ __global__ void multiply_kernel(float* x, const float* mask, size_t n) {
   }
 }
 
-// One thread per row; the row losses are added on the host in row order.
+// One block: each thread computes rows t, t + blockDim, ...; then thread 0 adds the row losses to
+// *loss_sum in row order, as the CPU adds them, so the sum stays on the device.
 __global__ void softmax_xent_kernel(const float* logits, const int32_t* y, long m, long C, double inv_batch, float* g,
-                                    double* row_loss) {
-  const long r = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r < m) {
+                                    double* row_loss, double* loss_sum) {
+  for (long r = threadIdx.x; r < m; r += blockDim.x) {
     row_loss[r] = elem::softmax_xent_row(logits + r * C, y[r], C, inv_batch, g + r * C);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double s = *loss_sum;
+    for (long r = 0; r < m; ++r) {
+      s += row_loss[r];
+    }
+    *loss_sum = s;
   }
 }
 
-__global__ void softmax_eval_kernel(const float* logits, const int32_t* y, long m, long C, double* row_loss,
-                                    int* hit) {
-  const long r = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r < m) {
+__global__ void softmax_eval_kernel(const float* logits, const int32_t* y, long m, long C, double* row_loss, int* hit,
+                                    double* loss_sum, long* correct) {
+  for (long r = threadIdx.x; r < m; r += blockDim.x) {
     row_loss[r] = elem::softmax_eval_row(logits + r * C, y[r], C, hit + r);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double s = *loss_sum;
+    long c = *correct;
+    for (long r = 0; r < m; ++r) {
+      s += row_loss[r];
+      c += hit[r];
+    }
+    *loss_sum = s;
+    *correct = c;
   }
 }
 
@@ -248,103 +297,57 @@ __global__ void update_kernel(UpdateRule u, const DeviceTask* tasks) {
   }
 }
 
-// Each task's 8 lanes of sum_squares_8lane (thread j of block t: lane j of task t).
-__global__ void square_lanes_kernel(const DeviceTask* tasks, double* lanes) {
+// Each task's sum_squares_8lane: thread j of block t computes lane j of task t, then thread 0
+// adds the lanes 0..7 in order (add_lanes), so the sum stays on the device.
+__global__ void square_lanes_kernel(const DeviceTask* tasks, double* sq) {
+  __shared__ double lanes[8];
   const DeviceTask t = tasks[blockIdx.x];
   const int j = static_cast<int>(threadIdx.x);
-  lanes[blockIdx.x * 8 + j] = elem::square_lane(t.w, t.n, j);
-}
-
-// ---- binding host memory -----------------------------------------------------------------------
-
-bool device_addressable(const void* p) {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
+  lanes[j] = elem::square_lane(t.w, t.n, j);
+  __syncthreads();
+  if (j == 0) {
+    sq[blockIdx.x] = elem::add_lanes(lanes);
   }
-  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
-enum class Dir { in, out, inout };
+// ---- device scratch -----------------------------------------------------------------------------
 
-// The device side of one call's pointers. bind() gives the pointer a kernel uses; finish() waits
-// for the kernels and copies every staged output back to where the host expects it.
-class Binding {
+// Device memory the backend keeps for itself (row losses, hits, update tasks), grown as needed.
+class Scratch {
 public:
-  ~Binding() {
-    for (auto& b : m_buffers) {
-      cudaFree(b.ptr);
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() { cudaFree(m_ptr); }
+  template <class T> T* get(size_t count) {
+    const size_t bytes = count * sizeof(T);
+    if (m_bytes < bytes) {
+      cudaFree(m_ptr);
+      m_ptr = nullptr;
+      m_bytes = 0;
+      check(cudaMalloc(&m_ptr, bytes), "cudaMalloc");
+      m_bytes = bytes;
     }
-  }
-
-  template <class T> T* bind(int slot, T* host, size_t count, Dir dir) {
-    return static_cast<T*>(bind_bytes(slot, const_cast<void*>(static_cast<const void*>(host)), count * sizeof(T), dir));
-  }
-  template <class T> const T* bind(int slot, const T* host, size_t count) {
-    return static_cast<const T*>(bind_bytes(slot, const_cast<void*>(static_cast<const void*>(host)),
-                                            count * sizeof(T), Dir::in));
-  }
-  // Scratch that lives on the device only.
-  template <class T> T* scratch(int slot, size_t count) { return static_cast<T*>(buffer(slot, count * sizeof(T))); }
-
-  void finish() {
-    check(cudaDeviceSynchronize(), "kernel");
-    for (const auto& b : m_back) {
-      check(cudaMemcpy(b.host, b.dev, b.bytes, cudaMemcpyDeviceToHost), "copy to the host");
-    }
-    m_back.clear();
+    return static_cast<T*>(m_ptr);
   }
 
 private:
-  struct Buffer {
-    void* ptr = nullptr;
-    size_t bytes = 0;
-  };
-  struct Back {
-    void* host;
-    const void* dev;
-    size_t bytes;
-  };
-
-  void* buffer(int slot, size_t bytes) {
-    if (m_buffers.size() <= static_cast<size_t>(slot)) {
-      m_buffers.resize(static_cast<size_t>(slot) + 1);
-    }
-    Buffer& b = m_buffers[static_cast<size_t>(slot)];
-    if (b.bytes < bytes) {
-      cudaFree(b.ptr);
-      b.ptr = nullptr;
-      b.bytes = 0;
-      check(cudaMalloc(&b.ptr, bytes), "cudaMalloc");
-      b.bytes = bytes;
-    }
-    return b.ptr;
-  }
-
-  void* bind_bytes(int slot, void* host, size_t bytes, Dir dir) {
-    if (bytes == 0 || host == nullptr) {
-      return host;
-    }
-    if (device_addressable(host)) {
-      return host;
-    }
-    void* dev = buffer(slot, bytes);
-    if (dir != Dir::out) {
-      check(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice), "copy to the device");
-    }
-    if (dir != Dir::in) {
-      m_back.push_back({host, dev, bytes});
-    }
-    return dev;
-  }
-
-  std::vector<Buffer> m_buffers;
-  std::vector<Back> m_back;
+  void* m_ptr = nullptr;
+  size_t m_bytes = 0;
 };
 
-// Elements a strided view touches: (i, k) at i*rs + k*cs for i < M, k < K.
-size_t view_extent(long M, long K, long rs, long cs) { return static_cast<size_t>((M - 1) * rs + (K - 1) * cs + 1); }
+bool same_tasks(const std::vector<UpdateTask>& a, const std::vector<UpdateTask>& b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].w != b[i].w || a[i].g != b[i].g || a[i].m != b[i].m || a[i].v != b[i].v || a[i].begin != b[i].begin ||
+        a[i].end != b[i].end) {
+      return false;
+    }
+  }
+  return true;
+}
 
 // REPRUN_CUDA_GEMM: "tiled" (the default) or "naive". Anything else is refused, so that a mistyped
 // value never silently means the default.
@@ -392,18 +395,33 @@ public:
                              : "cuda-tiled-128x128 (one __fmaf_rn chain per element, k ascending)"},
             {"code", "sm_" + std::to_string(m_binary) + (ahead ? "" : " (PTX compiled by the driver at load time)")},
             {"built_for", archs},
-            {"transfers", "host buffers staged per call"}};
+            {"transfers", "device-resident state: the batch up, the step record down"}};
   }
 
+  // ---- memory: device memory, copies counted by the emulator --------------------------------
+  bool host_memory() const override { return false; }
+  void* allocate(size_t bytes) override {
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes > 0 ? bytes : 1), "cudaMalloc");
+    return p;
+  }
+  void release(void* p) override { cudaFree(p); }
+  void upload(void* dst, const void* src, size_t bytes) override {
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "copy to the device");
+  }
+  // cudaMemcpy waits for the kernels launched before it; a fault in one of them is reported here.
+  void download(void* dst, const void* src, size_t bytes) override {
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "copy to the host (or a kernel before it)");
+  }
+  void zero(void* p, size_t bytes) override { check(cudaMemset(p, 0, bytes), "cudaMemset"); }
+
+  // ---- compute: launches only ----------------------------------------------------------------
   void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float* C, long ldc) override {
     if (M <= 0 || N <= 0 || K <= 0) {
       return;
     }
-    const float* a = m_bind.bind(0, A.data, view_extent(M, K, A.rs, A.cs));
-    const float* b = m_bind.bind(1, B, static_cast<size_t>((K - 1) * ldb + N));
-    float* c = m_bind.bind(2, C, static_cast<size_t>((M - 1) * ldc + N), Dir::inout);
-    launch_gemm(M, N, K, a, A.rs, A.cs, b, ldb, c, ldc);
-    m_bind.finish();
+    launch_gemm(M, N, K, A.data, A.rs, A.cs, B, ldb, C, ldc, k_from_c, nullptr, k_store, false, nullptr, nullptr,
+                nullptr);
   }
 
   void fill_rows(float* z, const float* bias, long m, long n) override {
@@ -411,11 +429,46 @@ public:
     if (count == 0) {
       return;
     }
-    float* dz = m_bind.bind(0, z, count, Dir::out);
-    const float* db = m_bind.bind(1, bias, static_cast<size_t>(n));
-    REPRUN_LAUNCH(fill_rows_kernel, blocks_for(count), k_threads)(dz, db, m, n);
+    REPRUN_LAUNCH(fill_rows_kernel, blocks_for(count), k_threads)(z, bias, m, n);
     check_launch("fill_rows");
-    m_bind.finish();
+  }
+
+  // One launch: the bias in the tiled GEMM's prologue, the activation in its epilogue.
+  void dense_forward(const float* a, const float* w, const float* b, long m, long in, long out, float* z,
+                     Activation f, float* act) override {
+    if (m <= 0 || out <= 0) {
+      return;
+    }
+    if (m_naive || in <= 0) { // the reference form: the separate kernels
+      fill_rows(z, b, m, out);
+      gemm_acc(m, out, in, MatView{a, in, 1}, w, out, z, out);
+      if (act) {
+        activation(f, z, act, static_cast<size_t>(m * out));
+      }
+      return;
+    }
+    launch_gemm(m, out, in, a, in, 1, w, out, z, out, k_from_bias, b, act ? k_activation : k_store,
+                f == Activation::tanh, nullptr, nullptr, act);
+  }
+
+  // One launch: chains from +0, then the dropout mask and the activation's gradient in the epilogue.
+  void dense_backward_data(const float* g, const float* wt, long m, long out, long in, const float* mask,
+                           Activation f, const float* z, float* dh, float* gz) override {
+    const size_t n = static_cast<size_t>(m * in);
+    if (n == 0) {
+      return;
+    }
+    if (m_naive || out <= 0) {
+      zero(dh, n * sizeof(float));
+      gemm_acc(m, in, out, MatView{g, out, 1}, wt, in, dh, in);
+      if (mask) {
+        multiply(dh, mask, n);
+      }
+      activation_grad(f, z, dh, gz, n);
+      return;
+    }
+    launch_gemm(m, in, out, g, out, 1, wt, in, dh, in, k_from_zero, nullptr, k_backward, f == Activation::tanh, mask,
+                z, gz);
   }
 
   void transpose(const float* w, long rows, long cols, float* wt) override {
@@ -423,34 +476,24 @@ public:
     if (count == 0) {
       return;
     }
-    const float* dw = m_bind.bind(0, w, count);
-    float* dt = m_bind.bind(1, wt, count, Dir::out);
-    REPRUN_LAUNCH(transpose_kernel, blocks_for(count), k_threads)(dw, rows, cols, dt);
+    REPRUN_LAUNCH(transpose_kernel, blocks_for(count), k_threads)(w, rows, cols, wt);
     check_launch("transpose");
-    m_bind.finish();
   }
 
   void activation(Activation f, const float* z, float* act, size_t n) override {
     if (n == 0) {
       return;
     }
-    const float* dz = m_bind.bind(0, z, n);
-    float* da = m_bind.bind(1, act, n, Dir::out);
-    REPRUN_LAUNCH(activation_kernel, blocks_for(n), k_threads)(f == Activation::tanh, dz, da, n);
+    REPRUN_LAUNCH(activation_kernel, blocks_for(n), k_threads)(f == Activation::tanh, z, act, n);
     check_launch("activation");
-    m_bind.finish();
   }
 
   void activation_grad(Activation f, const float* z, const float* dh, float* gz, size_t n) override {
     if (n == 0) {
       return;
     }
-    const float* dz = m_bind.bind(0, z, n);
-    const float* ddh = m_bind.bind(1, dh, n);
-    float* dgz = m_bind.bind(2, gz, n, Dir::out);
-    REPRUN_LAUNCH(activation_grad_kernel, blocks_for(n), k_threads)(f == Activation::tanh, dz, ddh, dgz, n);
+    REPRUN_LAUNCH(activation_grad_kernel, blocks_for(n), k_threads)(f == Activation::tanh, z, dh, gz, n);
     check_launch("activation_grad");
-    m_bind.finish();
   }
 
   void dropout(const DropoutDraw& d, float* act, float* mask, long m, long n) override {
@@ -461,63 +504,38 @@ public:
     // The two constants as the CPU computes them, on the host.
     const float keep_scale = static_cast<float>(1.0 / (1.0 - d.p));
     const float p = static_cast<float>(d.p);
-    float* da = m_bind.bind(0, act, count, Dir::inout);
-    float* dm = m_bind.bind(1, mask, count, Dir::out);
     const size_t threads = static_cast<size_t>(m * ((n + 3) / 4));
-    REPRUN_LAUNCH(dropout_kernel, blocks_for(threads), k_threads)(d.seed, d.step, d.layer, d.row0, p, keep_scale, da,
-                                                                  dm, m, n);
+    REPRUN_LAUNCH(dropout_kernel, blocks_for(threads), k_threads)(d.seed, d.step, d.layer, d.row0, p, keep_scale, act,
+                                                                  mask, m, n);
     check_launch("dropout");
-    m_bind.finish();
   }
 
   void multiply(float* x, const float* mask, size_t n) override {
     if (n == 0) {
       return;
     }
-    float* dx = m_bind.bind(0, x, n, Dir::inout);
-    const float* dm = m_bind.bind(1, mask, n);
-    REPRUN_LAUNCH(multiply_kernel, blocks_for(n), k_threads)(dx, dm, n);
+    REPRUN_LAUNCH(multiply_kernel, blocks_for(n), k_threads)(x, mask, n);
     check_launch("multiply");
-    m_bind.finish();
   }
 
   void softmax_xent(const float* logits, const int32_t* y, long m, long C, double inv_batch, float* g,
-                    double& loss_sum) override {
+                    double* loss_sum) override {
     if (m <= 0) {
       return;
     }
-    const size_t count = static_cast<size_t>(m * C);
-    const float* dl = m_bind.bind(0, logits, count);
-    const int32_t* dy = m_bind.bind(1, y, static_cast<size_t>(m));
-    float* dg = m_bind.bind(2, g, count, Dir::out);
-    m_rows.resize(static_cast<size_t>(m));
-    double* dloss = m_bind.bind(3, m_rows.data(), m_rows.size(), Dir::out);
-    REPRUN_LAUNCH(softmax_xent_kernel, blocks_for(static_cast<size_t>(m)), k_threads)(dl, dy, m, C, inv_batch, dg,
-                                                                                      dloss);
+    double* rows = m_rows.get<double>(static_cast<size_t>(m));
+    REPRUN_LAUNCH(softmax_xent_kernel, 1, k_threads)(logits, y, m, C, inv_batch, g, rows, loss_sum);
     check_launch("softmax_xent");
-    m_bind.finish();
-    for (double l : m_rows) {
-      loss_sum += l; // row order, as the CPU adds them
-    }
   }
 
-  void softmax_eval(const float* logits, const int32_t* y, long m, long C, double& loss_sum, long& correct) override {
+  void softmax_eval(const float* logits, const int32_t* y, long m, long C, double* loss_sum, long* correct) override {
     if (m <= 0) {
       return;
     }
-    const float* dl = m_bind.bind(0, logits, static_cast<size_t>(m * C));
-    const int32_t* dy = m_bind.bind(1, y, static_cast<size_t>(m));
-    m_rows.resize(static_cast<size_t>(m));
-    m_hits.resize(static_cast<size_t>(m));
-    double* dloss = m_bind.bind(2, m_rows.data(), m_rows.size(), Dir::out);
-    int* dhit = m_bind.bind(3, m_hits.data(), m_hits.size(), Dir::out);
-    REPRUN_LAUNCH(softmax_eval_kernel, blocks_for(static_cast<size_t>(m)), k_threads)(dl, dy, m, C, dloss, dhit);
+    double* rows = m_rows.get<double>(static_cast<size_t>(m));
+    int* hits = m_hits.get<int>(static_cast<size_t>(m));
+    REPRUN_LAUNCH(softmax_eval_kernel, 1, k_threads)(logits, y, m, C, rows, hits, loss_sum, correct);
     check_launch("softmax_eval");
-    m_bind.finish();
-    for (size_t r = 0; r < m_rows.size(); ++r) {
-      loss_sum += m_rows[r];
-      correct += m_hits[r];
-    }
   }
 
   void weight_grad(Reduction red, const float* a, const float* g, long m, long in, long out, float* gw,
@@ -525,94 +543,75 @@ public:
     if (m <= 0 || out <= 0) {
       return;
     }
-    const float* dg = m_bind.bind(1, g, static_cast<size_t>(m * out));
-    const float* da = in > 0 ? m_bind.bind(0, a, static_cast<size_t>(m * in)) : nullptr;
-    float* dgw = in > 0 ? m_bind.bind(2, gw, static_cast<size_t>(in * out), Dir::inout) : nullptr;
-    float* dgb = m_bind.bind(3, gb, static_cast<size_t>(out), Dir::inout);
     if (red == Reduction::ordered) {
       // gw (in, out) += a^T (in, m) g (m, out): the GEMM's chain per element over the samples in order.
       if (in > 0) {
-        launch_gemm(in, out, m, da, 1, in, dg, out, dgw, out);
+        launch_gemm(in, out, m, a, 1, in, g, out, gw, out, k_from_c, nullptr, k_store, false, nullptr, nullptr,
+                    nullptr);
       }
-      REPRUN_LAUNCH(column_sums_kernel, blocks_for(static_cast<size_t>(out)), k_threads)(dg, m, out, dgb);
+      REPRUN_LAUNCH(column_sums_kernel, blocks_for(static_cast<size_t>(out)), k_threads)(g, m, out, gb);
       check_launch("column_sums");
     } else {
       const dim3 grid(blocks_for(static_cast<size_t>(in * out + out)),
                       static_cast<unsigned>((m + k_atomic_rows - 1) / k_atomic_rows));
-      REPRUN_LAUNCH(atomic_grad_kernel, grid, k_threads)(da, dg, m, in, out, dgw, dgb);
+      REPRUN_LAUNCH(atomic_grad_kernel, grid, k_threads)(in > 0 ? a : nullptr, g, m, in, out, gw, gb);
       check_launch("atomic_grad");
     }
-    m_bind.finish();
   }
 
   void update(const UpdateRule& rule, const std::vector<UpdateTask>& tasks, double* sq) override {
     if (tasks.empty()) {
       return;
     }
-    // The tasks of one parameter are consecutive ranges of the same arrays: each parameter's
-    // arrays are bound once, over the range its tasks cover.
-    std::vector<DeviceTask> dev(tasks.size());
-    size_t widest = 0;
-    int slot = 0;
-    for (size_t t = 0; t < tasks.size();) {
-      size_t u = t;
-      while (u + 1 < tasks.size() && tasks[u + 1].w == tasks[t].w) {
-        ++u;
+    // The optimizer's tasks are the same every step: their device copy crosses once.
+    if (!same_tasks(tasks, m_tasks)) {
+      std::vector<DeviceTask> dev(tasks.size());
+      m_widest = 0;
+      for (size_t t = 0; t < tasks.size(); ++t) {
+        const UpdateTask& k = tasks[t];
+        dev[t] = {k.w + k.begin, k.g + k.begin, k.m + k.begin, k.v ? k.v + k.begin : nullptr, k.end - k.begin};
+        m_widest = std::max(m_widest, dev[t].n);
       }
-      const size_t lo = tasks[t].begin, hi = tasks[u].end;
-      float* w = m_bind.bind(slot++, tasks[t].w + lo, hi - lo, Dir::inout);
-      const float* g = m_bind.bind(slot++, tasks[t].g + lo, hi - lo);
-      float* m = m_bind.bind(slot++, tasks[t].m + lo, hi - lo, Dir::inout);
-      float* v = tasks[t].v ? m_bind.bind(slot++, tasks[t].v + lo, hi - lo, Dir::inout) : nullptr;
-      for (size_t k = t; k <= u; ++k) {
-        const size_t off = tasks[k].begin - lo;
-        dev[k] = {w + off, g + off, m + off, v ? v + off : nullptr, tasks[k].end - tasks[k].begin};
-        widest = std::max(widest, dev[k].n);
-      }
-      t = u + 1;
+      DeviceTask* d = m_task_mem.get<DeviceTask>(dev.size());
+      check(cudaMemcpy(d, dev.data(), dev.size() * sizeof(DeviceTask), cudaMemcpyHostToDevice), "copy tasks");
+      m_tasks = tasks;
     }
-    DeviceTask* dtasks = m_bind.scratch<DeviceTask>(slot++, dev.size());
-    check(cudaMemcpy(dtasks, dev.data(), dev.size() * sizeof(DeviceTask), cudaMemcpyHostToDevice), "copy tasks");
-    if (widest > 0) {
-      const dim3 grid(blocks_for(widest), static_cast<unsigned>(dev.size()));
+    DeviceTask* dtasks = m_task_mem.get<DeviceTask>(tasks.size());
+    if (m_widest > 0) {
+      const dim3 grid(blocks_for(m_widest), static_cast<unsigned>(tasks.size()));
       REPRUN_LAUNCH(update_kernel, grid, k_threads)(rule, dtasks);
       check_launch("update");
     }
     if (sq) {
-      m_lanes.resize(dev.size() * 8);
-      double* dl = m_bind.bind(slot++, m_lanes.data(), m_lanes.size(), Dir::out);
-      REPRUN_LAUNCH(square_lanes_kernel, static_cast<unsigned>(dev.size()), 8)(dtasks, dl);
+      REPRUN_LAUNCH(square_lanes_kernel, static_cast<unsigned>(tasks.size()), 8)(dtasks, sq);
       check_launch("square_lanes");
-    }
-    m_bind.finish();
-    if (sq) {
-      for (size_t t = 0; t < dev.size(); ++t) {
-        sq[t] = elem::add_lanes(m_lanes.data() + t * 8); // lanes 0..7 in order, as sum_squares_8lane
-      }
     }
   }
 
 private:
   void launch_gemm(long M, long N, long K, const float* a, long rs, long cs, const float* b, long ldb, float* c,
-                   long ldc) {
-    if (m_naive) {
+                   long ldc, int start, const float* bias, int post, bool use_tanh, const float* mask,
+                   const float* zin, float* out2) {
+    if (m_naive) { // only plain C += A B reaches here (the fused calls run the separate kernels)
       REPRUN_LAUNCH(gemm_naive, blocks_for(static_cast<size_t>(M * N)), k_threads)(M, N, K, a, rs, cs, b, ldb, c,
                                                                                    ldc);
       check_launch("gemm_naive");
       return;
     }
     const dim3 grid(static_cast<unsigned>((N + k_bn - 1) / k_bn), static_cast<unsigned>((M + k_bm - 1) / k_bm));
-    REPRUN_LAUNCH(gemm_tiled, grid, k_tdim * k_tdim)(M, N, K, a, rs, cs, b, ldb, c, ldc);
+    REPRUN_LAUNCH(gemm_tiled, grid, k_tdim * k_tdim)(M, N, K, a, rs, cs, b, ldb, c, ldc, start, bias, post, use_tanh,
+                                                      mask, zin, out2);
     check_launch("gemm_tiled");
   }
 
   bool m_naive;
   cudaDeviceProp m_prop{};
   int m_binary = 0;
-  Binding m_bind;
-  std::vector<double> m_rows; // per row: its loss, added on the host in row order
-  std::vector<int> m_hits;    // per row: 1 when its argmax is its label
-  std::vector<double> m_lanes; // per update task: the 8 lanes of its sum of squares
+  Scratch m_rows;     // per row: its loss, added on the device in row order
+  Scratch m_hits;     // per row: 1 when its argmax is its label
+  Scratch m_task_mem; // the update tasks on the device
+  std::vector<UpdateTask> m_tasks; // the tasks m_task_mem holds
+  size_t m_widest = 0;             // their largest element count
 };
 
 } // namespace

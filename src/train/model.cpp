@@ -1,6 +1,7 @@
 // MLP forward and backward, layer by layer, side by side. Every number is computed by the kernel
 // backend (backend.hpp), whose contract makes the result independent of threads, of the backend
 // and of how a batch is cut into micro-batches; this file only says what is computed, in order.
+// Every tensor is backend memory; the host reads one only for the trace (to_host).
 #include "reprun/train/model.hpp"
 
 #include "reprun/core/hash.hpp"
@@ -17,8 +18,8 @@ namespace {
 Activation activation_of(const ModelConfig& mc) { return mc.activation == "tanh" ? Activation::tanh : Activation::relu; }
 } // namespace
 
-Mlp::Mlp(const ModelConfig& mc, long features, long classes)
-  : m_cfg(mc), m_features(features), m_classes(classes) {
+Mlp::Mlp(const ModelConfig& mc, long features, long classes, Backend& backend)
+  : m_cfg(mc), m_features(features), m_classes(classes), m_be(backend) {
   long in = features;
   std::vector<long> widths = mc.hidden;
   widths.push_back(classes);
@@ -26,11 +27,17 @@ Mlp::Mlp(const ModelConfig& mc, long features, long classes)
     Dense d;
     d.in = in;
     d.out = out;
-    d.w.assign(static_cast<size_t>(in * out), 0.0f);
-    d.b.assign(static_cast<size_t>(out), 0.0f);
-    d.gw.assign(d.w.size(), 0.0f);
-    d.gb.assign(d.b.size(), 0.0f);
-    d.wt.assign(d.w.size(), 0.0f);
+    const size_t nw = static_cast<size_t>(in * out), nb = static_cast<size_t>(out);
+    d.w = Buffer<float>(backend, nw);
+    d.b = Buffer<float>(backend, nb);
+    d.gw = Buffer<float>(backend, nw);
+    d.gb = Buffer<float>(backend, nb);
+    d.wt = Buffer<float>(backend, nw);
+    d.w.zero();
+    d.b.zero();
+    d.gw.zero();
+    d.gb.zero();
+    d.wt.zero();
     m_layers.push_back(std::move(d));
     in = out;
   }
@@ -38,18 +45,24 @@ Mlp::Mlp(const ModelConfig& mc, long features, long classes)
 
 void Mlp::init(uint64_t seed) {
   // Kaiming-uniform weights U(-sqrt(6/in), sqrt(6/in)) (ReLU) or Xavier-uniform
-  // U(-sqrt(6/(in+out)), ...) (tanh); biases zero. sqrt is exactly rounded by IEEE 754.
+  // U(-sqrt(6/(in+out)), ...) (tanh); biases zero. sqrt is exactly rounded by IEEE 754. Drawn on
+  // the host, once per run, and uploaded.
+  std::vector<float> w;
   for (size_t l = 0; l < m_layers.size(); ++l) {
     Dense& d = m_layers[l];
     double fan = m_cfg.activation == "tanh" ? static_cast<double>(d.in + d.out) : static_cast<double>(d.in);
     float bound = static_cast<float>(std::sqrt(6.0 / fan));
-    for (size_t i = 0; i < d.w.size(); i += 4) {
+    w.resize(d.w.size());
+    for (size_t i = 0; i < w.size(); i += 4) {
       Philox4 r = draw(seed, Stream::init, static_cast<uint32_t>(l), 0, static_cast<uint32_t>(i / 4));
-      for (size_t k = 0; k < 4 && i + k < d.w.size(); ++k) {
-        d.w[i + k] = (2.0f * to_unit_float(r[k]) - 1.0f) * bound;
+      for (size_t k = 0; k < 4 && i + k < w.size(); ++k) {
+        w[i + k] = (2.0f * to_unit_float(r[k]) - 1.0f) * bound;
       }
     }
-    std::fill(d.b.begin(), d.b.end(), 0.0f);
+    if (!w.empty()) {
+      m_be.upload(d.w.data(), w.data(), d.w.bytes());
+    }
+    d.b.zero();
   }
 }
 
@@ -75,15 +88,16 @@ MlpRunner::MlpRunner(Mlp& model, const ModelConfig& mc, long max_rows, Backend& 
   : m_model(model), m_cfg(mc), m_max_rows(max_rows), m_be(backend) {
   long widest = model.features();
   for (const auto& d : model.layers()) {
-    m_z.emplace_back(static_cast<size_t>(max_rows * d.out));
+    m_z.emplace_back(backend, static_cast<size_t>(max_rows * d.out));
     widest = std::max(widest, d.out);
   }
   for (size_t l = 0; l + 1 < model.layers().size(); ++l) {
-    m_act.emplace_back(static_cast<size_t>(max_rows * model.layers()[l].out));
-    m_mask.emplace_back(static_cast<size_t>(max_rows * model.layers()[l].out));
+    m_act.emplace_back(backend, static_cast<size_t>(max_rows * model.layers()[l].out));
+    m_mask.emplace_back(backend, static_cast<size_t>(max_rows * model.layers()[l].out));
   }
-  m_g.resize(static_cast<size_t>(max_rows * widest));
-  m_dh.resize(static_cast<size_t>(max_rows * widest));
+  m_g[0] = Buffer<float>(backend, static_cast<size_t>(max_rows * widest));
+  m_g[1] = Buffer<float>(backend, static_cast<size_t>(max_rows * widest));
+  m_dh = Buffer<float>(backend, static_cast<size_t>(max_rows * widest));
   const size_t L = model.layers().size();
   m_fwd_names.push_back("input");
   for (size_t l = 0; l < L; ++l) {
@@ -117,8 +131,8 @@ void MlpRunner::begin_step(const StepContext& ctx) {
   auto& layers = m_model.layers();
   for (size_t l = 0; l < layers.size(); ++l) {
     Dense& d = layers[l];
-    std::fill(d.gw.begin(), d.gw.end(), 0.0f);
-    std::fill(d.gb.begin(), d.gb.end(), 0.0f);
+    d.gw.zero();
+    d.gb.zero();
     if (l == 0) {
       continue; // the first layer's input gradient is never needed, nor its transposed weights
     }
@@ -135,66 +149,70 @@ void MlpRunner::begin_step(const StepContext& ctx) {
   }
 }
 
+void MlpRunner::trace(Xxh3Stream& h, const float* p, size_t n) {
+  const float* host = to_host(m_be, p, n, m_host);
+  h.update(host, n * sizeof(float));
+}
+
 void MlpRunner::forward(const StepContext* ctx, const float* x, long m, long row0, bool train) {
   auto& layers = m_model.layers();
   const size_t L = layers.size();
-  const bool trace = ctx && ctx->trace_full;
+  const bool trace_full = ctx && ctx->trace_full;
   size_t fi = 0;
-  if (trace) {
-    m_fwd_hash[fi]->update(x, static_cast<size_t>(m * m_model.features()) * sizeof(float));
+  if (trace_full) {
+    trace(*m_fwd_hash[fi], x, static_cast<size_t>(m * m_model.features()));
   }
   ++fi;
   const float* a = x;
   for (size_t l = 0; l < L; ++l) {
     Dense& d = layers[l];
     float* z = m_z[l].data();
-    // z = a * W + b: each element starts from its bias, then one fma chain over the inputs.
-    m_be.fill_rows(z, d.b.data(), m, d.out);
-    m_be.gemm_acc(m, d.out, d.in, MatView{a, d.in, 1}, d.w.data(), d.out, z, d.out);
+    const bool hidden = l + 1 < L;
+    float* act = hidden ? m_act[l].data() : nullptr;
+    // z = a * W + b: each element starts from its bias, then one fma chain over the inputs; then
+    // the activation of a hidden layer.
+    m_be.dense_forward(a, d.w.data(), d.b.data(), m, d.in, d.out, z, activation_of(m_cfg), act);
     const size_t n = static_cast<size_t>(m * d.out);
-    if (trace) {
-      m_fwd_hash[fi++]->update(z, n * sizeof(float));
+    if (trace_full) {
+      trace(*m_fwd_hash[fi++], z, n);
     }
-    if (l + 1 == L) {
+    if (!hidden) {
       break;
     }
-    float* act = m_act[l].data();
-    m_be.activation(activation_of(m_cfg), z, act, n);
     if (train && m_cfg.dropout > 0.0) {
       // Inverted dropout; the mask is a pure function of (seed, step, layer, sample, unit).
       m_be.dropout({ctx->seed, ctx->step, static_cast<long>(l), row0, m_cfg.dropout}, act, m_mask[l].data(), m,
                    d.out);
     }
-    if (trace) {
-      m_fwd_hash[fi++]->update(act, n * sizeof(float));
+    if (trace_full) {
+      trace(*m_fwd_hash[fi++], act, n);
     }
     a = act;
   }
 }
 
 void MlpRunner::micro_batch(const StepContext& ctx, const float* x, const int32_t* y, long m, long row0,
-                            double& loss_sum) {
+                            double* loss_sum) {
   auto& layers = m_model.layers();
   const size_t L = layers.size();
   forward(&ctx, x, m, row0, true);
   // Softmax cross-entropy in float64 with our own exp/log; gradient of the batch mean.
   const long C = m_model.classes();
-  float* g = m_keep ? m_gl[L - 1].data() : m_g.data();
+  float* g = m_keep ? m_gl[L - 1].data() : m_g[0].data();
   const double inv_batch = 1.0 / static_cast<double>(ctx.batch_size);
   if (m_keep) {
     // Each sample's loss on its own (0.0 + loss is the loss exactly), added later in sample order
     // into the chain another rank began (add_row_losses).
+    m_row_loss.zero();
     for (long r = 0; r < m; ++r) {
-      double row = 0.0;
-      m_be.softmax_xent(m_z[L - 1].data() + r * C, y + r, 1, C, inv_batch, g + r * C, row);
-      m_row_loss[static_cast<size_t>(r)] = row;
+      m_be.softmax_xent(m_z[L - 1].data() + r * C, y + r, 1, C, inv_batch, g + r * C, m_row_loss.data() + r);
     }
   } else {
     m_be.softmax_xent(m_z[L - 1].data(), y, m, C, inv_batch, g, loss_sum);
   }
   size_t bi = 0;
   if (ctx.trace_full) {
-    m_bwd_hash[bi]->update(g, static_cast<size_t>(m * C) * sizeof(float));
+    trace(*m_bwd_hash[bi], g, static_cast<size_t>(m * C));
   }
   ++bi;
   for (size_t l = L; l-- > 0;) {
@@ -208,22 +226,18 @@ void MlpRunner::micro_batch(const StepContext& ctx, const float* x, const int32_
     if (l == 0) {
       break;
     }
-    // dh (m, in) = g (m, out) * W^T (out, in)
+    // dh (m, in) = g (m, out) * W^T (out, in), times the dropout mask; gz = dh * f'(z).
     float* dh = m_dh.data();
-    std::fill(dh, dh + m * d.in, 0.0f);
-    m_be.gemm_acc(m, d.in, d.out, MatView{g, d.out, 1}, d.wt.data(), d.in, dh, d.in);
+    float* gz = m_keep ? m_gl[l - 1].data() : m_g[g == m_g[0].data() ? 1 : 0].data();
+    const float* mask = m_cfg.dropout > 0.0 ? m_mask[l - 1].data() : nullptr;
+    m_be.dense_backward_data(g, d.wt.data(), m, d.out, d.in, mask, activation_of(m_cfg), m_z[l - 1].data(), dh, gz);
     const size_t n = static_cast<size_t>(m * d.in);
-    if (m_cfg.dropout > 0.0) {
-      m_be.multiply(dh, m_mask[l - 1].data(), n);
-    }
     if (ctx.trace_full) {
-      m_bwd_hash[bi]->update(dh, n * sizeof(float));
+      trace(*m_bwd_hash[bi], dh, n);
     }
     ++bi;
-    float* gz = m_keep ? m_gl[l - 1].data() : m_g.data();
-    m_be.activation_grad(activation_of(m_cfg), m_z[l - 1].data(), dh, gz, n);
     if (ctx.trace_full) {
-      m_bwd_hash[bi]->update(gz, n * sizeof(float));
+      trace(*m_bwd_hash[bi], gz, n);
     }
     ++bi;
     g = gz;
@@ -234,9 +248,9 @@ void MlpRunner::keep_for_chains(bool on) {
   m_keep = on;
   if (on && m_gl.empty()) {
     for (const auto& d : m_model.layers()) {
-      m_gl.emplace_back(static_cast<size_t>(m_max_rows * d.out));
+      m_gl.emplace_back(m_be, static_cast<size_t>(m_max_rows * d.out));
     }
-    m_row_loss.resize(static_cast<size_t>(m_max_rows));
+    m_row_loss = Buffer<double>(m_be, static_cast<size_t>(m_max_rows));
   }
 }
 
@@ -255,9 +269,10 @@ void MlpRunner::chain_bias_grad(size_t l, long m) {
   m_be.weight_grad(Reduction::ordered, nullptr, m_gl[l].data(), m, 0, d.out, d.gw.data(), d.gb.data());
 }
 
-void MlpRunner::add_row_losses(long m, double& loss_sum) const {
+void MlpRunner::add_row_losses(long m, double& loss_sum) {
+  const double* rows = to_host(m_be, m_row_loss.data(), static_cast<size_t>(m), m_host_rows);
   for (long r = 0; r < m; ++r) {
-    loss_sum += m_row_loss[static_cast<size_t>(r)];
+    loss_sum += rows[r];
   }
 }
 
@@ -274,8 +289,10 @@ void MlpRunner::end_step(std::vector<TraceEntry>& forward, std::vector<TraceEntr
   ++bi;
   for (size_t l = L; l-- > 0;) {
     const Dense& d = layers[l];
-    backward.push_back({m_bwd_names[bi++], xxh3_64(d.gw.data(), d.gw.size() * sizeof(float))});
-    backward.push_back({m_bwd_names[bi++], xxh3_64(d.gb.data(), d.gb.size() * sizeof(float))});
+    const float* gw = to_host(m_be, d.gw.data(), d.gw.size(), m_host);
+    backward.push_back({m_bwd_names[bi++], xxh3_64(gw, d.gw.size() * sizeof(float))});
+    const float* gb = to_host(m_be, d.gb.data(), d.gb.size(), m_host);
+    backward.push_back({m_bwd_names[bi++], xxh3_64(gb, d.gb.size() * sizeof(float))});
     if (l == 0) {
       break;
     }
@@ -286,7 +303,7 @@ void MlpRunner::end_step(std::vector<TraceEntry>& forward, std::vector<TraceEntr
   }
 }
 
-void MlpRunner::evaluate(const float* x, const int32_t* y, long m, long batch_rows, double& loss_sum, long& correct) {
+void MlpRunner::evaluate(const float* x, const int32_t* y, long m, long batch_rows, double* loss_sum, long* correct) {
   const size_t L = m_model.layers().size();
   // Each logit is one chain over its inputs whatever the number of rows, and softmax_eval adds
   // row by row into the one loss_sum: no per-batch partial sum, so the cut cannot change a bit.

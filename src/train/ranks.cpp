@@ -39,7 +39,7 @@ double RankChain::step(const StepContext& ctx, const float* xb, const int32_t* y
   post_receives();
   double unused = 0.0;
   // The parallel part: every rank's samples at once.
-  m_runner.micro_batch(ctx, x, yb + sl.begin, m, sl.begin, unused);
+  m_runner.micro_batch(ctx, x, yb + sl.begin, m, sl.begin, &unused);
   return pass(x, m, true, stop);
 }
 

@@ -46,14 +46,22 @@ namespace {
 
 // Checksum and norm of every weight tensor, one task per tensor (each computed whole by one
 // thread). `optim` supplies norms summed during its last update pass (the same order as
-// weight_norm); nullptr computes them here.
-void tensor_sums(const std::vector<ParamRef>& params, const Optimizer* optim, ThreadPool& pool,
-                 std::vector<TensorSum>& out) {
+// weight_norm), already fetched; nullptr computes them here. The weights are read on the host:
+// in place on the CPU backend, downloaded into `staging` (one per tensor) from a device, which is
+// what trace "weights" moves per step (docs/determinism.md).
+void tensor_sums(Backend& be, const std::vector<ParamRef>& params, const Optimizer* optim, ThreadPool& pool,
+                 std::vector<std::vector<float>>& staging, std::vector<TensorSum>& out) {
+  std::vector<const float*> host(params.size());
+  staging.resize(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    host[i] = to_host(be, static_cast<const float*>(params[i].data), params[i].size, staging[i]);
+  }
   out.resize(params.size());
   pool.parallel_for(static_cast<int>(params.size()), [&](int i, int) {
     const auto& p = params[static_cast<size_t>(i)];
-    out[static_cast<size_t>(i)] = {p.name, xxh3_64(p.data, p.size * sizeof(float)),
-                                   optim ? optim->norm(static_cast<size_t>(i)) : weight_norm(p.data, p.size)};
+    const float* x = host[static_cast<size_t>(i)];
+    out[static_cast<size_t>(i)] = {p.name, xxh3_64(x, p.size * sizeof(float)),
+                                   optim ? optim->norm(static_cast<size_t>(i)) : weight_norm(x, p.size)};
   });
 }
 
@@ -282,9 +290,9 @@ void prepare(Session& s) {
   if (s.resuming) {
     s.manifest["plan"]["total_steps"] = plan.total_steps;
   }
-  s.model = std::make_unique<Mlp>(cfg.model, s.data.features, s.data.classes);
+  s.model = std::make_unique<Mlp>(cfg.model, s.data.features, s.data.classes, *s.backend);
   s.model->init(cfg.seed);
-  s.optim = std::make_unique<Optimizer>(cfg.optimizer, s.model->params());
+  s.optim = std::make_unique<Optimizer>(cfg.optimizer, s.model->params(), *s.backend);
   if (s.fault.flip_step > 0) {
     const auto ps = s.model->params();
     if (std::none_of(ps.begin(), ps.end(), [&](const ParamRef& p) { return p.name == s.fault.flip_tensor; })) {
@@ -366,16 +374,12 @@ RunLock resume_or_start(Session& s) {
   }
   auto reset = [&] {
     s.model->init(s.cfg.seed);
-    for (auto& st : s.optim->state()) {
-      std::fill(st.data->begin(), st.data->end(), 0.0f);
-    }
+    s.optim->zero_state();
   };
   s.start_step = restore_state(*s.run, from, s.digest(), *s.model, *s.optim, reset,
                                [&](const std::string& n) { s.note(n); });
   if (s.fault.drop_state && s.start_step > 0) {
-    for (auto& st : s.optim->state()) {
-      std::fill(st.data->begin(), st.data->end(), 0.0f);
-    }
+    s.optim->zero_state();
   }
   if (s.forking && s.start_step != from) {
     throw Error(s.source->path(), fmt::format("its checkpoint at step {} cannot be read", from));
@@ -470,7 +474,7 @@ class Loop {
 public:
   explicit Loop(Session& s)
       : m_s(s), m_steps(s.steps_log ? &*s.steps_log : nullptr), m_evals(s.evals_log ? &*s.evals_log : nullptr),
-        m_batch(s), m_params(s.model->params()) {
+        m_batch(s), m_be(*s.backend), m_params(s.model->params()), m_loss(*s.backend, 1) {
     for (uint32_t i : s.split.val) {
       const long F = s.data.features;
       m_xval.insert(m_xval.end(), s.data.x.begin() + static_cast<long>(i) * F,
@@ -496,7 +500,7 @@ public:
         // Step 0: the initial state (weights before any update), so a diff can tell initial-state
         // differences from computation.
         StepRecord init;
-        tensor_sums(m_params, nullptr, *m_s.pool, init.tensors);
+        tensor_sums(m_be, m_params, nullptr, *m_s.pool, m_host_params, init.tensors);
         m_steps->append(format_initial_line(init));
       }
       for (long s = m_s.start_step + 1; s <= m_s.plan.total_steps && m_res.status == "running"; ++s) {
@@ -532,24 +536,30 @@ private:
   }
 
   // Forward and backward over the step's micro-batches; the optimizer update; the step's line.
+  // What crosses to and from the backend's memory: the batch up; the loss down; with trace
+  // weights, the weights and the update's sums of squares down; with trace full, every traced
+  // tensor down (docs/determinism.md).
   double compute(long s, long epoch, long bsz) {
     const long F = m_s.data.features;
     m_ctx.step = s;
     m_ctx.batch_size = bsz;
     double loss_sum = 0.0;
-    const long acc = m_s.chain ? 0 : m_s.cfg.training.accumulation;
     if (m_s.chain) {
       const bool stop = m_s.opt.stop && m_s.opt.stop->load();
       loss_sum = m_s.chain->step(m_ctx, m_batch.xb.data(), m_batch.yb.data(), bsz, F, stop);
     } else {
+      const float* x = to_backend(m_be, m_batch.xb.data(), static_cast<size_t>(bsz * F), m_xdev);
+      const int32_t* y = to_backend(m_be, m_batch.yb.data(), static_cast<size_t>(bsz), m_ydev);
+      m_loss.zero();
       m_s.runner->begin_step(m_ctx);
-    }
-    for (long k = 0; k < acc; ++k) {
-      const long r0 = k * bsz / acc, r1 = (k + 1) * bsz / acc;
-      if (r1 > r0) {
-        m_s.runner->micro_batch(m_ctx, &m_batch.xb[static_cast<size_t>(r0 * F)], &m_batch.yb[static_cast<size_t>(r0)],
-                                r1 - r0, r0, loss_sum);
+      const long acc = m_s.cfg.training.accumulation;
+      for (long k = 0; k < acc; ++k) {
+        const long r0 = k * bsz / acc, r1 = (k + 1) * bsz / acc;
+        if (r1 > r0) {
+          m_s.runner->micro_batch(m_ctx, x + r0 * F, y + r0, r1 - r0, r0, m_loss.data());
+        }
       }
+      loss_sum = read_one(m_be, static_cast<const double*>(m_loss.data()));
     }
     const double loss = loss_sum / static_cast<double>(bsz);
     m_rec.step = s;
@@ -561,7 +571,7 @@ private:
     }
     const bool stepped = std::isfinite(loss);
     if (stepped) {
-      m_s.optim->step(s, *m_s.backend, trace_weights());
+      m_s.optim->step(s, trace_weights());
     }
     const bool flipped = s == m_s.fault.flip_step;
     if (flipped) {
@@ -570,7 +580,11 @@ private:
     m_rec.tensors.clear();
     if (trace_weights() && m_s.writer) {
       // After a flip the update's norms are stale: computed afresh (same order, same bits).
-      tensor_sums(m_params, stepped && !flipped ? m_s.optim.get() : nullptr, *m_s.pool, m_rec.tensors);
+      const bool fresh = stepped && !flipped;
+      if (fresh) {
+        m_s.optim->fetch_norms();
+      }
+      tensor_sums(m_be, m_params, fresh ? m_s.optim.get() : nullptr, *m_s.pool, m_host_params, m_rec.tensors);
     }
     if (m_s.writer) {
       m_steps->append(format_step_line(m_rec));
@@ -583,9 +597,9 @@ private:
     for (const auto& p : m_params) {
       if (p.name == tensor && p.size > 0) {
         uint32_t bits = 0;
-        std::memcpy(&bits, p.data, sizeof(bits));
+        m_be.download(&bits, p.data, sizeof(bits));
         bits ^= 1u;
-        std::memcpy(p.data, &bits, sizeof(bits));
+        m_be.upload(p.data, &bits, sizeof(bits));
       }
     }
   }
@@ -594,10 +608,21 @@ private:
     if (m_yval.empty()) {
       return;
     }
-    double loss_sum = 0.0;
-    long correct = 0;
     const long n = static_cast<long>(m_yval.size());
-    m_s.runner->evaluate(m_xval.data(), m_yval.data(), n, m_s.cfg.training.eval_batch_size, loss_sum, correct);
+    // The validation set crosses once (the first evaluation); the sums come back per evaluation.
+    if (!m_val_up) {
+      m_xval_at = to_backend(m_be, m_xval.data(), m_xval.size(), m_xval_dev);
+      m_yval_at = to_backend(m_be, m_yval.data(), m_yval.size(), m_yval_dev);
+      m_eval_loss = Buffer<double>(m_be, 1);
+      m_eval_correct = Buffer<long>(m_be, 1);
+      m_val_up = true;
+    }
+    m_eval_loss.zero();
+    m_eval_correct.zero();
+    m_s.runner->evaluate(m_xval_at, m_yval_at, n, m_s.cfg.training.eval_batch_size, m_eval_loss.data(),
+                         m_eval_correct.data());
+    const double loss_sum = read_one(m_be, static_cast<const double*>(m_eval_loss.data()));
+    const long correct = read_one(m_be, static_cast<const long*>(m_eval_correct.data()));
     m_res.has_val = true;
     m_res.val_loss = loss_sum / static_cast<double>(n);
     m_res.val_accuracy = static_cast<double>(correct) / static_cast<double>(n);
@@ -646,9 +671,21 @@ private:
   Session& m_s;
   AppendLog *m_steps, *m_evals; // nullptr on ranks other than 0
   BatchGatherer m_batch;
+  Backend& m_be;
   const std::vector<ParamRef> m_params; // named once, not per step
+  std::vector<std::vector<float>> m_host_params; // the weights read on the host (trace weights)
+  Buffer<float> m_xdev;     // the step's batch in backend memory (unused where that is host memory)
+  Buffer<int32_t> m_ydev;
+  Buffer<double> m_loss;    // the step's loss sum, in backend memory until the step record
   std::vector<float> m_xval;
   std::vector<int32_t> m_yval;
+  bool m_val_up = false;    // the validation set is in backend memory
+  Buffer<float> m_xval_dev;
+  Buffer<int32_t> m_yval_dev;
+  const float* m_xval_at = nullptr;
+  const int32_t* m_yval_at = nullptr;
+  Buffer<double> m_eval_loss;
+  Buffer<long> m_eval_correct;
   StepContext m_ctx;
   StepRecord m_rec;
   TrainResult m_res;
@@ -662,8 +699,9 @@ void share_start(Session& s) {
   for (const auto& p : s.model->params()) {
     ex.broadcast(p.data, p.size * sizeof(float), 0);
   }
+  // Several ranks run on the CPU backend only (make_cpu_or_cuda): the state is host memory.
   for (auto& st : s.optim->state()) {
-    ex.broadcast(st.data->data(), st.data->size() * sizeof(float), 0);
+    ex.broadcast(st.data, st.size * sizeof(float), 0);
   }
 }
 

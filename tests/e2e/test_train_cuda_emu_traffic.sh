@@ -3,7 +3,8 @@
 # (tests/cuda_emu/) counts cudaMemcpy bytes each way, launches and memsets, and writes them at exit
 # (REPRUN_CUDA_EMU_COUNTS). Runs of S, S+1 and S+2 steps differ by one step each (the setup, the
 # step-0 record and the final checkpoint are the same in all three), so the differences are one
-# step's cost; both must agree. Prints the counts per step, by kernel.
+# step's cost; both must agree. Prints the counts per step, by kernel, and holds the bytes to the
+# batch up and the step record down.
 source "$(dirname "$0")/lib.sh"
 [[ -n ${REPRUN_CUDAEMU:-} ]] || skip "reprun_cudaemu is not built in a sanitizer build (CMakeLists.txt says why)"
 cp "$EX/mnist-mlp.json" "$T/c.json"
@@ -31,4 +32,20 @@ echo "mnist-mlp, one step at trace weights on the emulated CUDA backend:"
 printf '%s' "$report"
 # shellcheck disable=SC2154 # set by printf -v above
 [[ $step_launches -gt 0 ]] || fail "no kernel launched in a step"
+# What a step may move (docs/determinism.md, "What crosses"): up, the batch (128 rows of 784
+# floats and their labels); down, the loss sum (a double), every weight tensor (trace weights
+# hashes and takes norms of them on the host) and each update task's sum of squares (a double per
+# task of at most 16384 elements). A copy per call coming back would add megabytes.
+read -r up down < <(python3 - "$T/run-$S/manifest.json" <<'PY'
+import json, math, sys
+m = json.load(open(sys.argv[1]))
+rows, features = 128, m["data"]["features"]
+sizes = [math.prod(t["shape"]) for t in m["model"]["tensors"]]
+tasks = sum(math.ceil(n / 16384) for n in sizes)
+print(rows * (features * 4 + 4), 8 + 4 * sum(sizes) + 8 * tasks)
+PY
+)
+echo "  allowed: h2d_bytes <= $up (the batch), d2h_bytes <= $down (loss, weights, sums of squares)"
+[[ $step_h2d_bytes -le $up ]] || fail "a step uploads $step_h2d_bytes bytes, more than its batch ($up)"
+[[ $step_d2h_bytes -le $down ]] || fail "a step downloads $step_d2h_bytes bytes, more than its record needs ($down)"
 pass

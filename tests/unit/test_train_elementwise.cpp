@@ -108,7 +108,7 @@ TEST_CASE("softmax_xent_row and softmax_eval_row equal the CPU backend's losses,
     const double inv_batch = 1.0 / 256.0;
     std::vector<float> g(static_cast<size_t>(m * C)), rg(g.size());
     double loss = 0.25, rloss = 0.25; // a chain another micro-batch began
-    be->softmax_xent(logits.data(), y.data(), m, C, inv_batch, g.data(), loss);
+    be->softmax_xent(logits.data(), y.data(), m, C, inv_batch, g.data(), &loss);
     for (long r = 0; r < m; ++r) {
       rloss += elem::softmax_xent_row(logits.data() + r * C, y[static_cast<size_t>(r)], C, inv_batch,
                                       rg.data() + r * C);
@@ -117,7 +117,7 @@ TEST_CASE("softmax_xent_row and softmax_eval_row equal the CPU backend's losses,
     CHECK(same_bits(g, rg));
     double eloss = 0.0, reloss = 0.0;
     long correct = 0, rcorrect = 0;
-    be->softmax_eval(logits.data(), y.data(), m, C, eloss, correct);
+    be->softmax_eval(logits.data(), y.data(), m, C, &eloss, &correct);
     for (long r = 0; r < m; ++r) {
       int hit = 0;
       reloss += elem::softmax_eval_row(logits.data() + r * C, y[static_cast<size_t>(r)], C, &hit);

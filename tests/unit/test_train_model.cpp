@@ -118,14 +118,21 @@ struct Fixture {
   }
 };
 
+// The backend whose memory the models of these tests live in: the CPU's, host memory, which any
+// CPU backend of a test (whatever its thread count) computes on in place.
+Backend& host_backend() {
+  static const auto be = make_cpu_backend(nullptr);
+  return *be;
+}
+
 Ref reference_of(const Mlp& model, bool tanh_act) {
   Ref ref;
   ref.tanh_act = tanh_act;
   ref.widths.push_back(model.features());
   for (const auto& d : model.layers()) {
     ref.widths.push_back(d.out);
-    ref.w.emplace_back(d.w.begin(), d.w.end());
-    ref.b.emplace_back(d.b.begin(), d.b.end());
+    ref.w.emplace_back(d.w.data(), d.w.data() + d.w.size());
+    ref.b.emplace_back(d.b.data(), d.b.data() + d.b.size());
   }
   return ref;
 }
@@ -138,7 +145,7 @@ TEST_CASE("The float64 reference's gradients agree with finite differences") {
     ModelConfig mc;
     mc.hidden = {6, 5};
     mc.activation = act;
-    Mlp model(mc, fx.F, fx.C);
+    Mlp model(mc, fx.F, fx.C, host_backend());
     model.init(3);
     Ref ref = reference_of(model, std::string(act) == "tanh");
     for (auto& b : ref.b) {
@@ -174,7 +181,7 @@ TEST_CASE("reprun's layer gradients match the float64 reference") {
     ModelConfig mc;
     mc.hidden = {6, 5};
     mc.activation = act;
-    Mlp model(mc, fx.F, fx.C);
+    Mlp model(mc, fx.F, fx.C, host_backend());
     model.init(11);
     Ref ref = reference_of(model, std::string(act) == "tanh");
     std::vector<std::vector<double>> gw, gb;
@@ -189,15 +196,15 @@ TEST_CASE("reprun's layer gradients match the float64 reference") {
     ctx.batch_size = fx.m;
     runner.begin_step(ctx);
     double loss_sum = 0.0;
-    runner.micro_batch(ctx, fx.x.data(), fx.y.data(), fx.m, 0, loss_sum);
+    runner.micro_batch(ctx, fx.x.data(), fx.y.data(), fx.m, 0, &loss_sum);
     CHECK(loss_sum / fx.m == doctest::Approx(ref_loss).epsilon(1e-5));
     for (size_t l = 0; l < model.layers().size(); ++l) {
       const Dense& d = model.layers()[l];
       for (size_t i = 0; i < d.gw.size(); ++i) {
-        REQUIRE(std::fabs(d.gw[i] - gw[l][i]) <= 1e-5 + 1e-4 * std::fabs(gw[l][i]));
+        REQUIRE(std::fabs(d.gw.data()[i] - gw[l][i]) <= 1e-5 + 1e-4 * std::fabs(gw[l][i]));
       }
       for (size_t i = 0; i < d.gb.size(); ++i) {
-        REQUIRE(std::fabs(d.gb[i] - gb[l][i]) <= 1e-5 + 1e-4 * std::fabs(gb[l][i]));
+        REQUIRE(std::fabs(d.gb.data()[i] - gb[l][i]) <= 1e-5 + 1e-4 * std::fabs(gb[l][i]));
       }
     }
   }
@@ -207,15 +214,15 @@ TEST_CASE("Five SGD steps of the whole MLP track the float64 reference") {
   Fixture fx;
   ModelConfig mc;
   mc.hidden = {8};
-  Mlp model(mc, fx.F, fx.C);
+  Mlp model(mc, fx.F, fx.C, host_backend());
   model.init(21);
   Ref ref = reference_of(model, false);
   OptimizerConfig oc;
   oc.lr = 0.1;
   oc.momentum = 0.9;
-  Optimizer opt(oc, model.params());
   ThreadPool pool(1);
   auto backend = make_cpu_backend(&pool);
+  Optimizer opt(oc, model.params(), *backend);
   MlpRunner runner(model, mc, fx.m, *backend);
   std::vector<std::vector<double>> vw(ref.w.size()), vb(ref.b.size());
   for (size_t l = 0; l < ref.w.size(); ++l) {
@@ -228,8 +235,8 @@ TEST_CASE("Five SGD steps of the whole MLP track the float64 reference") {
     ctx.batch_size = fx.m;
     runner.begin_step(ctx);
     double loss_sum = 0.0;
-    runner.micro_batch(ctx, fx.x.data(), fx.y.data(), fx.m, 0, loss_sum);
-    opt.step(step, *backend);
+    runner.micro_batch(ctx, fx.x.data(), fx.y.data(), fx.m, 0, &loss_sum);
+    opt.step(step);
     std::vector<std::vector<double>> gw, gb;
     double ref_loss = ref.loss(fx.xd, fx.yd, fx.m, &gw, &gb);
     CHECK(loss_sum / fx.m == doctest::Approx(ref_loss).epsilon(1e-4));
@@ -246,7 +253,7 @@ TEST_CASE("Five SGD steps of the whole MLP track the float64 reference") {
   }
   for (size_t l = 0; l < ref.w.size(); ++l) {
     for (size_t i = 0; i < ref.w[l].size(); ++i) {
-      REQUIRE(std::fabs(model.layers()[l].w[i] - ref.w[l][i]) <= 1e-4);
+      REQUIRE(std::fabs(model.layers()[l].w.data()[i] - ref.w[l][i]) <= 1e-4);
     }
   }
 }
@@ -255,18 +262,20 @@ TEST_CASE("The optimizer's fused norm equals weight_norm of the updated weights,
   for (const char* name : {"sgd", "adam"}) {
     ModelConfig mc;
     mc.hidden = {300}; // a 784x300 weight spans several norm chunks, with a ragged last one
-    Mlp model(mc, 784, 10);
+    Mlp model(mc, 784, 10, host_backend());
     model.init(5);
     for (auto& d : model.layers()) {
       for (size_t i = 0; i < d.gw.size(); ++i) {
-        d.gw[i] = static_cast<float>(static_cast<int>(i % 17) - 8) * 1e-3f;
+        d.gw.data()[i] = static_cast<float>(static_cast<int>(i % 17) - 8) * 1e-3f;
       }
     }
     OptimizerConfig oc;
     oc.name = name;
-    Optimizer opt(oc, model.params());
     ThreadPool pool(2);
-    opt.step(1, *make_cpu_backend(&pool), true);
+    const auto backend = make_cpu_backend(&pool);
+    Optimizer opt(oc, model.params(), *backend);
+    opt.step(1, true);
+    opt.fetch_norms();
     auto params = model.params();
     for (size_t i = 0; i < params.size(); ++i) {
       double a = opt.norm(i), b = weight_norm(params[i].data, params[i].size);
@@ -281,7 +290,7 @@ TEST_CASE("Evaluation gives the same loss bits and accuracy for every evaluation
   const long F = 29, C = 5, m = 301;
   ModelConfig mc;
   mc.hidden = {37, 19};
-  Mlp model(mc, F, C);
+  Mlp model(mc, F, C, host_backend());
   model.init(8);
   std::vector<float> x(static_cast<size_t>(m * F));
   std::vector<int32_t> y(static_cast<size_t>(m));
@@ -304,7 +313,7 @@ TEST_CASE("Evaluation gives the same loss bits and accuracy for every evaluation
       CAPTURE(rows);
       double loss = 0.0;
       long correct = 0;
-      runner.evaluate(x.data(), y.data(), m, rows, loss, correct);
+      runner.evaluate(x.data(), y.data(), m, rows, &loss, &correct);
       if (first) {
         want_loss = loss;
         want_correct = correct;

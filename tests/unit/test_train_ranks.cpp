@@ -139,8 +139,8 @@ struct Grads {
 Grads grads_of(const Mlp& m, double loss_sum) {
   Grads g;
   for (const auto& d : m.layers()) {
-    g.gw.push_back(d.gw);
-    g.gb.push_back(d.gb);
+    g.gw.emplace_back(d.gw.data(), d.gw.data() + d.gw.size()); // CPU backend: host memory
+    g.gb.emplace_back(d.gb.data(), d.gb.data() + d.gb.size());
   }
   g.loss_sum = loss_sum;
   return g;
@@ -175,14 +175,14 @@ TEST_CASE("The rank chain over 2, 3 and 5 ranks gives one process's gradients an
   ctx.seed = 9;
   ctx.step = 3;
   ctx.batch_size = B;
-  Mlp one(mc, F, C);
-  one.init(4);
   auto be = make_cpu_backend(nullptr);
+  Mlp one(mc, F, C, *be);
+  one.init(4);
   MlpRunner runner(one, mc, B, *be);
   runner.begin_step(ctx);
   double loss_sum = 0.0;
-  runner.micro_batch(ctx, x.data(), y.data(), 4, 0, loss_sum); // an accumulation split, 4 + 7
-  runner.micro_batch(ctx, x.data() + 4 * F, y.data() + 4, B - 4, 4, loss_sum);
+  runner.micro_batch(ctx, x.data(), y.data(), 4, 0, &loss_sum); // an accumulation split, 4 + 7
+  runner.micro_batch(ctx, x.data() + 4 * F, y.data() + 4, B - 4, 4, &loss_sum);
   const Grads want = grads_of(one, loss_sum);
 
   for (int P : {2, 3, 5}) {
@@ -193,9 +193,9 @@ TEST_CASE("The rank chain over 2, 3 and 5 ranks gives one process's gradients an
       for (int r = 0; r < P; ++r) {
         ranks.emplace_back([&, r] {
           ThreadExchange ex(shared, r, P);
-          Mlp m(mc, F, C);
-          m.init(4);
           auto rb = make_cpu_backend(nullptr);
+          Mlp m(mc, F, C, *rb);
+          m.init(4);
           MlpRunner rr(m, mc, rank_slice_rows(B, P), *rb);
           RankChain chain(ex, m, rr, block);
           const double ls = chain.step(ctx, x.data(), y.data(), B, F);

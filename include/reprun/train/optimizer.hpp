@@ -20,30 +20,40 @@ inline constexpr size_t k_update_chunk = 16384;
 // optimizer computes the same sums during its update pass, so both give the same bits.
 double weight_norm(const float* x, size_t n);
 
+// One tensor of optimizer state, in backend memory.
 struct StateTensor {
   std::string name; // "dense_1.weight.momentum", "dense_1.weight.adam_m", ...
-  std::vector<float>* data;
+  float* data;
+  size_t size;
 };
 
 class Optimizer {
 public:
-  Optimizer(const OptimizerConfig& cfg, std::vector<ParamRef> params);
+  // The state is allocated in `backend`'s memory, zero; the params are the model's (same backend).
+  Optimizer(const OptimizerConfig& cfg, std::vector<ParamRef> params, Backend& backend);
   // Applies one update with the gradients in the params; `t` is the 1-based step number. With
-  // `norms`, also sums the squares of the updated weights (see weight_norm) for norm().
-  void step(long t, Backend& backend, bool norms = false);
-  // weight_norm() of parameter `i` after the last step(..., true).
+  // `norms`, also sums the squares of the updated weights (see weight_norm), kept in backend
+  // memory until fetch_norms().
+  void step(long t, bool norms = false);
+  // Downloads the sums of squares of the last step(t, true), for norm().
+  void fetch_norms();
+  // weight_norm() of parameter `i` after the last step(..., true) and fetch_norms().
   double norm(size_t i) const;
   // Optimizer state, in a fixed order, for checkpoints.
   std::vector<StateTensor> state();
+  // Sets every state tensor to zero (a fresh optimizer).
+  void zero_state();
 
 private:
   OptimizerConfig m_cfg;
   std::vector<ParamRef> m_params;
-  std::vector<std::vector<float>> m_m; // momentum (sgd) or first moment (adam), per param
-  std::vector<std::vector<float>> m_v; // second moment (adam)
+  Backend& m_be;
+  std::vector<Buffer<float>> m_m; // momentum (sgd) or first moment (adam), per param
+  std::vector<Buffer<float>> m_v; // second moment (adam)
   std::vector<UpdateTask> m_tasks; // fixed: chunks of k_update_chunk per parameter
   std::vector<size_t> m_task_param; // the parameter of each task
-  std::vector<double> m_sq;    // per task: sum of squares after the update
+  Buffer<double> m_sq;             // per task: sum of squares after the update (backend memory)
+  std::vector<double> m_sq_host;   // the same, fetched
 };
 
 } // namespace reprun
