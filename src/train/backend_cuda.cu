@@ -76,24 +76,27 @@ enum GemmPost : int { k_store = 0, k_activation = 1, k_backward = 2 };
 // The epilogue of element e = i*ldc + j whose chain ended at v: k_activation stores z = v and
 // out2 = f(z) (activation); k_backward stores dh = v (times mask[e] when there is a mask) and
 // out2 = dh * f'(zin[e]) (multiply, then activation_grad).
-__device__ __forceinline__ void gemm_store(float v, long e, float* C, int post, bool use_tanh, const float* mask,
-                                           const float* zin, float* out2) {
-  if (post == k_backward && mask != nullptr) {
+template <int Post, bool Tanh>
+__device__ __forceinline__ void gemm_store(float v, long e, float* C, const float* mask, const float* zin,
+                                           float* out2) {
+  if (Post == k_backward && mask != nullptr) {
     v = v * mask[e];
   }
   C[e] = v;
-  if (post == k_activation) {
-    out2[e] = use_tanh ? mathfn::tanh(v) : elem::relu(v);
-  } else if (post == k_backward) {
-    out2[e] = use_tanh ? elem::tanh_grad(zin[e], v) : elem::relu_grad(zin[e], v);
+  if (Post == k_activation) {
+    out2[e] = Tanh ? mathfn::tanh(v) : elem::relu(v);
+  } else if (Post == k_backward) {
+    out2[e] = Tanh ? elem::tanh_grad(zin[e], v) : elem::relu_grad(zin[e], v);
   }
 }
 
-// At most 128 registers a thread, so that two blocks fit on an SM.
+// At most 128 registers a thread, so that two blocks fit on an SM. The prologue and the epilogue
+// are template parameters: the plain C += A B compiles as it did before they existed (the
+// register budget is tight, and runtime branches there made the compiler spill).
+template <int Start, int Post, bool Tanh>
 __global__ void __launch_bounds__(k_tdim * k_tdim, 2)
     gemm_tiled(long M, long N, long K, const float* a, long rs, long cs, const float* b, long ldb, float* C, long ldc,
-               int start, const float* bias, int post, bool use_tanh, const float* mask, const float* zin,
-               float* out2) {
+               const float* bias, const float* mask, const float* zin, float* out2) {
   __shared__ float as[k_bk][k_bm + k_apad];
   __shared__ float bs[k_bk][k_bn];
   const int t = static_cast<int>(threadIdx.x);
@@ -105,7 +108,7 @@ __global__ void __launch_bounds__(k_tdim * k_tdim, 2)
       const long i = i0 + ty + k_tdim * mi, j = j0 + tx + k_tdim * ni;
       float c0 = 0.0f;
       if (i < M && j < N) {
-        c0 = start == k_from_c ? C[i * ldc + j] : start == k_from_bias ? bias[j] : 0.0f;
+        c0 = Start == k_from_c ? C[i * ldc + j] : Start == k_from_bias ? bias[j] : 0.0f;
       }
       acc[mi][ni] = c0;
     }
@@ -145,7 +148,7 @@ __global__ void __launch_bounds__(k_tdim * k_tdim, 2)
     for (int ni = 0; ni < k_tn; ++ni) {
       const long i = i0 + ty + k_tdim * mi, j = j0 + tx + k_tdim * ni;
       if (i < M && j < N) {
-        gemm_store(acc[mi][ni], i * ldc + j, C, post, use_tanh, mask, zin, out2);
+        gemm_store<Post, Tanh>(acc[mi][ni], i * ldc + j, C, mask, zin, out2);
       }
     }
   }
@@ -366,7 +369,7 @@ public:
     check(cudaSetDevice(0), "cudaSetDevice");
     check(cudaGetDeviceProperties(&m_prop, 0), "cudaGetDeviceProperties");
     cudaFuncAttributes attr{};
-    check(cudaFuncGetAttributes(&attr, gemm_tiled), "cudaFuncGetAttributes");
+    check(cudaFuncGetAttributes(&attr, gemm_tiled<k_from_c, k_store, false>), "cudaFuncGetAttributes");
     m_binary = attr.binaryVersion;
   }
 
@@ -599,8 +602,24 @@ private:
       return;
     }
     const dim3 grid(static_cast<unsigned>((N + k_bn - 1) / k_bn), static_cast<unsigned>((M + k_bm - 1) / k_bm));
-    REPRUN_LAUNCH(gemm_tiled, grid, k_tdim * k_tdim)(M, N, K, a, rs, cs, b, ldb, c, ldc, start, bias, post, use_tanh,
-                                                      mask, zin, out2);
+    // The variants the backend uses: plain, the forward pass with or without an activation, the
+    // backward data pass.
+    using Kernel = void (*)(long, long, long, const float*, long, long, const float*, long, float*, long, const float*,
+                            const float*, const float*, float*);
+    Kernel gemm_tiled_variant = gemm_tiled<k_from_c, k_store, false>;
+    if (start == k_from_bias && post == k_store) {
+      gemm_tiled_variant = gemm_tiled<k_from_bias, k_store, false>;
+    } else if (start == k_from_bias && post == k_activation) {
+      gemm_tiled_variant = use_tanh ? gemm_tiled<k_from_bias, k_activation, true>
+                                    : gemm_tiled<k_from_bias, k_activation, false>;
+    } else if (start == k_from_zero && post == k_backward) {
+      gemm_tiled_variant = use_tanh ? gemm_tiled<k_from_zero, k_backward, true>
+                                    : gemm_tiled<k_from_zero, k_backward, false>;
+    } else if (start != k_from_c || post != k_store) {
+      throw Error("cuda", "internal: no tiled GEMM variant for this prologue and epilogue");
+    }
+    REPRUN_LAUNCH(gemm_tiled_variant, grid, k_tdim * k_tdim)(M, N, K, a, rs, cs, b, ldb, c, ldc, bias, mask, zin,
+                                                              out2);
     check_launch("gemm_tiled");
   }
 
