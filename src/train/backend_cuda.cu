@@ -15,7 +15,9 @@
 #include "reprun/train/backend.hpp"
 
 #include "reprun/core/error.hpp"
+#include "reprun/core/hash.hpp"
 #include "reprun/train/elementwise.hpp"
+#include "reprun/train/xxh3_lanes.hpp"
 
 #include <cuda_runtime.h>
 
@@ -313,6 +315,33 @@ __global__ void square_lanes_kernel(const DeviceTask* tasks, double* sq) {
   }
 }
 
+// XXH3-64 of one tensor per block (xxh3_lanes.hpp): every thread computes block lanes, then
+// threads 0..7 run the eight lane chains, then thread 0 merges them. `lanes` holds (full blocks +
+// 1) x 8 values per tensor, from its lane_off.
+struct HashTask {
+  const uint32_t* words;
+  size_t len; // bytes, > 240
+  size_t lane_off;
+};
+
+__global__ void xxh3_kernel(const HashTask* tasks, const uint8_t* secret, uint64_t* lanes, uint64_t* out) {
+  __shared__ uint64_t acc[8];
+  const HashTask t = tasks[blockIdx.x];
+  uint64_t* mine = lanes + t.lane_off;
+  const size_t count = (xxh3_lanes::full_blocks(t.len) + 1) * 8;
+  for (size_t e = threadIdx.x; e < count; e += blockDim.x) {
+    mine[e] = xxh3_lanes::block_lane(t.words, t.len, e / 8, static_cast<int>(e % 8), secret);
+  }
+  __syncthreads();
+  if (threadIdx.x < 8) {
+    acc[threadIdx.x] = xxh3_lanes::chain_lane(mine, t.words, t.len, static_cast<int>(threadIdx.x), secret);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    out[blockIdx.x] = xxh3_lanes::merge(acc, t.len, secret);
+  }
+}
+
 // ---- device scratch -----------------------------------------------------------------------------
 
 // Device memory the backend keeps for itself (row losses, hits, update tasks), grown as needed.
@@ -591,6 +620,57 @@ public:
     }
   }
 
+  // Tensors above 240 bytes are hashed on the device, one block each, and only the digests come
+  // back; shorter ones (XXH3's short paths, a few biases) are downloaded and hashed here.
+  void xxh3_tensors(const std::vector<const float*>& tensors, const std::vector<size_t>& n,
+                    uint64_t* hashes) override {
+    std::vector<size_t> on_device;
+    std::vector<HashTask> tasks;
+    size_t lanes = 0;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const size_t bytes = n[i] * sizeof(float);
+      if (bytes >= xxh3_lanes::k_min_len) {
+        tasks.push_back({reinterpret_cast<const uint32_t*>(tensors[i]), bytes, lanes});
+        lanes += (xxh3_lanes::full_blocks(bytes) + 1) * 8;
+        on_device.push_back(i);
+      } else {
+        m_small.resize(n[i]);
+        if (n[i] > 0) {
+          download(m_small.data(), tensors[i], bytes);
+        }
+        hashes[i] = xxh3_64(m_small.data(), bytes);
+      }
+    }
+    if (tasks.empty()) {
+      return;
+    }
+    // The secret and the task list cross once (the tensors are the same every step).
+    if (!m_secret_up) {
+      check(cudaMemcpy(m_secret.get<uint8_t>(xxh3_lanes::k_secret_size), xxh3_lanes::k_secret,
+                       xxh3_lanes::k_secret_size, cudaMemcpyHostToDevice), "copy the XXH3 secret");
+      m_secret_up = true;
+    }
+    bool same = tasks.size() == m_hash_tasks.size();
+    for (size_t t = 0; same && t < tasks.size(); ++t) {
+      same = tasks[t].words == m_hash_tasks[t].words && tasks[t].len == m_hash_tasks[t].len;
+    }
+    if (!same) {
+      check(cudaMemcpy(m_hash_task_mem.get<HashTask>(tasks.size()), tasks.data(), tasks.size() * sizeof(HashTask),
+                       cudaMemcpyHostToDevice), "copy hash tasks");
+      m_hash_tasks = tasks;
+    }
+    uint64_t* out = m_hash_out.get<uint64_t>(tasks.size());
+    REPRUN_LAUNCH(xxh3_kernel, static_cast<unsigned>(tasks.size()), k_threads)(
+        m_hash_task_mem.get<HashTask>(tasks.size()), m_secret.get<uint8_t>(xxh3_lanes::k_secret_size),
+        m_hash_lanes.get<uint64_t>(lanes), out);
+    check_launch("xxh3");
+    m_digests.resize(tasks.size());
+    download(m_digests.data(), out, tasks.size() * sizeof(uint64_t));
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      hashes[on_device[t]] = m_digests[t];
+    }
+  }
+
 private:
   void launch_gemm(long M, long N, long K, const float* a, long rs, long cs, const float* b, long ldb, float* c,
                    long ldc, int start, const float* bias, int post, bool use_tanh, const float* mask,
@@ -631,6 +711,12 @@ private:
   Scratch m_task_mem; // the update tasks on the device
   std::vector<UpdateTask> m_tasks; // the tasks m_task_mem holds
   size_t m_widest = 0;             // their largest element count
+  Scratch m_secret;                // XXH3's secret on the device
+  bool m_secret_up = false;
+  Scratch m_hash_task_mem, m_hash_lanes, m_hash_out;
+  std::vector<HashTask> m_hash_tasks; // the tasks m_hash_task_mem holds
+  std::vector<float> m_small;         // a short tensor, downloaded to be hashed here
+  std::vector<uint64_t> m_digests;
 };
 
 } // namespace

@@ -46,17 +46,32 @@ namespace {
 
 // Checksum and norm of every weight tensor, one task per tensor (each computed whole by one
 // thread). `optim` supplies norms summed during its last update pass (the same order as
-// weight_norm), already fetched; nullptr computes them here. The weights are read on the host:
-// in place on the CPU backend, downloaded into `staging` (one per tensor) from a device, which is
-// what trace "weights" moves per step (docs/determinism.md).
+// weight_norm), already fetched; nullptr computes them here. On the CPU backend the weights are
+// read in place. On a device, with `optim`, the backend hashes them where they are and only the
+// digests cross (xxh3_tensors); without it (the step-0 record, a step after the selftest's flip)
+// they are downloaded into `staging` (docs/determinism.md, "What crosses").
 void tensor_sums(Backend& be, const std::vector<ParamRef>& params, const Optimizer* optim, ThreadPool& pool,
                  std::vector<std::vector<float>>& staging, std::vector<TensorSum>& out) {
+  out.resize(params.size());
+  if (!be.host_memory() && optim) {
+    std::vector<const float*> tensors;
+    std::vector<size_t> sizes;
+    for (const auto& p : params) {
+      tensors.push_back(p.data);
+      sizes.push_back(p.size);
+    }
+    std::vector<uint64_t> hashes(params.size());
+    be.xxh3_tensors(tensors, sizes, hashes.data());
+    for (size_t i = 0; i < params.size(); ++i) {
+      out[i] = {params[i].name, hashes[i], optim->norm(i)};
+    }
+    return;
+  }
   std::vector<const float*> host(params.size());
   staging.resize(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
     host[i] = to_host(be, static_cast<const float*>(params[i].data), params[i].size, staging[i]);
   }
-  out.resize(params.size());
   pool.parallel_for(static_cast<int>(params.size()), [&](int i, int) {
     const auto& p = params[static_cast<size_t>(i)];
     const float* x = host[static_cast<size_t>(i)];

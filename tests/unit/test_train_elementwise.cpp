@@ -6,6 +6,7 @@
 #include "reprun/train/gemm.hpp"
 #include "reprun/core/threadpool.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <doctest/doctest.h>
 #include <vector>
@@ -219,4 +220,34 @@ TEST_CASE("SGD and Adam per element, and the 8-lane sum of squares, equal the CP
       }
     }
   }
+}
+
+TEST_CASE("The CPU backend's memory is host memory: buffers read in place, copies only where asked") {
+  auto be = make_cpu_backend(nullptr);
+  REQUIRE(be->host_memory());
+  Buffer<float> b(*be, 37);
+  b.zero();
+  for (size_t i = 0; i < b.size(); ++i) {
+    REQUIRE(b.data()[i] == 0.0f);
+    REQUIRE(!std::signbit(b.data()[i])); // +0, as a fresh gradient must be
+  }
+  std::vector<float> host(37);
+  for (size_t i = 0; i < host.size(); ++i) {
+    host[i] = static_cast<float>(i) * 0.5f - 3.0f;
+  }
+  Buffer<float> staging;
+  // No copy on the CPU: the host pointer itself goes to the kernels, and comes back.
+  CHECK(to_backend(*be, host.data(), host.size(), staging) == host.data());
+  CHECK(staging.size() == 0);
+  std::vector<float> back;
+  CHECK(to_host(*be, static_cast<const float*>(b.data()), b.size(), back) == b.data());
+  CHECK(back.empty());
+  be->upload(b.data(), host.data(), b.bytes());
+  std::vector<float> out(37);
+  be->download(out.data(), b.data(), b.bytes());
+  CHECK(out == host);
+  CHECK(read_one(*be, static_cast<const float*>(b.data() + 5)) == host[5]);
+  Buffer<float> moved = std::move(b);
+  CHECK(b.data() == nullptr);
+  CHECK(moved.size() == 37);
 }

@@ -138,6 +138,11 @@ public:
   // Applies `rule` to every task; with `sq` (one per task, backend memory), also each task's sum
   // of squares of its updated weights.
   virtual void update(const UpdateRule& rule, const std::vector<UpdateTask>& tasks, double* sq) = 0;
+  // The XXH3-64 digest (core/hash.hpp's xxh3_64) of each tensor, n[i] floats of backend memory at
+  // tensors[i], into hashes[i] on the host. Where the memory is not the host's, the digests are
+  // computed there (xxh3_lanes.hpp) and only they cross.
+  virtual void xxh3_tensors(const std::vector<const float*>& tensors, const std::vector<size_t>& n,
+                            uint64_t* hashes) = 0;
 };
 
 // n values of T in backend memory, released through the backend that allocated them (which must
