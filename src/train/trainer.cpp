@@ -552,8 +552,8 @@ private:
 
   // Forward and backward over the step's micro-batches; the optimizer update; the step's line.
   // What crosses to and from the backend's memory: the batch up; the loss down; with trace
-  // weights, the weights and the update's sums of squares down; with trace full, every traced
-  // tensor down (docs/determinism.md).
+  // weights, each weight tensor's digest and the update's sums of squares down; with trace full,
+  // every traced tensor down too (docs/determinism.md).
   double compute(long s, long epoch, long bsz) {
     const long F = m_s.data.features;
     m_ctx.step = s;
@@ -688,7 +688,7 @@ private:
   BatchGatherer m_batch;
   Backend& m_be;
   const std::vector<ParamRef> m_params; // named once, not per step
-  std::vector<std::vector<float>> m_host_params; // the weights read on the host (trace weights)
+  std::vector<std::vector<float>> m_host_params; // the weights downloaded (the step-0 record)
   Buffer<float> m_xdev;     // the step's batch in backend memory (unused where that is host memory)
   Buffer<int32_t> m_ydev;
   Buffer<double> m_loss;    // the step's loss sum, in backend memory until the step record
