@@ -20,9 +20,19 @@ Activation activation_of(const ModelConfig& mc) { return mc.activation == "tanh"
 
 Mlp::Mlp(const ModelConfig& mc, long features, long classes, Backend& backend)
   : m_cfg(mc), m_features(features), m_classes(classes), m_be(backend) {
-  long in = features;
   std::vector<long> widths = mc.hidden;
   widths.push_back(classes);
+  // The gradients in one allocation, each tensor 64-byte aligned as an allocation of its own is.
+  auto padded = [](size_t n) { return (n + 15) / 16 * 16; };
+  size_t grads = 0;
+  long fan_in = features;
+  for (long out : widths) {
+    grads += padded(static_cast<size_t>(fan_in * out)) + padded(static_cast<size_t>(out));
+    fan_in = out;
+  }
+  m_grads = Buffer<float>(backend, grads);
+  size_t at = 0;
+  long in = features;
   for (long out : widths) {
     Dense d;
     d.in = in;
@@ -30,17 +40,18 @@ Mlp::Mlp(const ModelConfig& mc, long features, long classes, Backend& backend)
     const size_t nw = static_cast<size_t>(in * out), nb = static_cast<size_t>(out);
     d.w = Buffer<float>(backend, nw);
     d.b = Buffer<float>(backend, nb);
-    d.gw = Buffer<float>(backend, nw);
-    d.gb = Buffer<float>(backend, nb);
+    d.gw = {m_grads.data() + at, nw};
+    at += padded(nw);
+    d.gb = {m_grads.data() + at, nb};
+    at += padded(nb);
     d.wt = Buffer<float>(backend, nw);
     d.w.zero();
     d.b.zero();
-    d.gw.zero();
-    d.gb.zero();
     d.wt.zero();
     m_layers.push_back(std::move(d));
     in = out;
   }
+  zero_grads();
 }
 
 void Mlp::init(uint64_t seed) {
@@ -129,10 +140,9 @@ MlpRunner::~MlpRunner() = default;
 
 void MlpRunner::begin_step(const StepContext& ctx) {
   auto& layers = m_model.layers();
+  m_model.zero_grads();
   for (size_t l = 0; l < layers.size(); ++l) {
     Dense& d = layers[l];
-    d.gw.zero();
-    d.gb.zero();
     if (l == 0) {
       continue; // the first layer's input gradient is never needed, nor its transposed weights
     }

@@ -17,14 +17,22 @@ namespace reprun {
 
 class Xxh3Stream;
 
+// n floats of backend memory that another buffer owns.
+struct TensorView {
+  float* p = nullptr;
+  size_t n = 0;
+  float* data() const { return p; }
+  size_t size() const { return n; }
+};
+
 // One dense layer; every buffer in backend memory.
 struct Dense {
   long in = 0;
   long out = 0;
   Buffer<float> w;  // (in, out)
   Buffer<float> b;  // (out)
-  Buffer<float> gw; // (in, out) gradient, summed over the step's micro-batches
-  Buffer<float> gb; // (out)
+  TensorView gw;    // (in, out) gradient, summed over the step's micro-batches (in Mlp's gradients)
+  TensorView gb;    // (out)
   Buffer<float> wt; // (out, in) transposed copy of w for the backward data pass
 };
 
@@ -45,6 +53,9 @@ public:
   // Initial weights (computed on the host, uploaded) and zero biases.
   void init(uint64_t seed);
   Backend& backend() const { return m_be; }
+  // Sets every gradient to +0: one call, since the gradients are one allocation (on a GPU one
+  // memset a step instead of one per tensor).
+  void zero_grads() { m_grads.zero(); }
   std::vector<ParamRef> params();
   long parameter_count() const;
   const std::vector<Dense>& layers() const { return m_layers; }
@@ -57,6 +68,7 @@ private:
   long m_features;
   long m_classes;
   Backend& m_be;
+  Buffer<float> m_grads; // every layer's gw then gb, each at a multiple of 16 floats (64 bytes)
   std::vector<Dense> m_layers;
 };
 
