@@ -106,7 +106,8 @@ REPRUN_HD inline uint64_t mul128_fold64(uint64_t a, uint64_t b) {
 #if defined(__CUDA_ARCH__)
   return (a * b) ^ __umul64hi(a, b);
 #else
-  const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
+  __extension__ using u128 = unsigned __int128; // a GCC and Clang extension: -Wpedantic is told so
+  const u128 p = static_cast<u128>(a) * b;
   return static_cast<uint64_t>(p) ^ static_cast<uint64_t>(p >> 64);
 #endif
 }
