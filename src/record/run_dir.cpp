@@ -98,7 +98,7 @@ LogFacts scan_log_file(const std::string& path, long limit, Xxh3Stream& digest) 
 
 // The facts a summary recorded for a log ("steps_log": {"records": N, "xxh3": "xxh3:..."}), or
 // none when it predates them. Throws Error naming the summary when they are malformed.
-std::optional<LogFacts> recorded_facts(const ojson& summary, const char* key, const std::string& summary_path) {
+std::optional<LogFacts> facts_in(const ojson& summary, const char* key, const std::string& summary_path) {
   auto it = summary.find(key);
   if (it == summary.end()) {
     return std::nullopt;
@@ -363,20 +363,44 @@ ojson RunDir::read_summary() const {
 
 AppendLog RunDir::append(RunFile log) const { return AppendLog(file(log)); }
 
-LogFacts RunDir::log_facts(RunFile log) const {
+LogFacts RunDir::log_facts(RunFile log, long limit) const {
   Xxh3Stream digest;
-  return scan_log_file(file(log), -1, digest);
+  return scan_log_file(file(log), limit, digest);
+}
+
+std::optional<LogFacts> RunDir::recorded_facts(const ojson& summary, RunFile log) const {
+  return facts_in(summary, log == RunFile::steps ? "steps_log" : "evals_log", file(RunFile::summary));
+}
+
+long RunDir::facts_cover(const ojson& summary, const LogFacts& recorded) {
+  // "running": written when the process started; later records may follow.
+  return summary.value("status", "") == "running" ? recorded.records : -1;
+}
+
+void RunDir::check_facts(RunFile log, const LogFacts& want, const LogFacts& got) const {
+  const std::string where = file(log);
+  const char* what = log == RunFile::steps ? "step" : "evaluation";
+  if (got.records < want.records) {
+    throw Error(where, fmt::format("damaged: holds {} complete {} records, {} recorded {} (truncated after the run "
+                                   "wrote it)",
+                                   got.records, what, name(RunFile::summary), want.records));
+  }
+  if (got.records > want.records) {
+    throw Error(where, fmt::format("damaged: holds {} complete {} records, {} recorded {} (lines were added after the "
+                                   "run ended)",
+                                   got.records, what, name(RunFile::summary), want.records));
+  }
+  if (got.xxh3 != want.xxh3) {
+    throw Error(where, fmt::format("damaged: its {} {} records do not match the digest in {} ({}, now {}): the file "
+                                   "was edited after the run wrote it",
+                                   got.records, what, name(RunFile::summary), want.xxh3, got.xxh3));
+  }
 }
 
 LogCheck RunDir::verify_logs(const ojson& summary) const {
-  const std::string summary_path = file(RunFile::summary);
-  const std::string status = summary.value("status", "");
-  // "running": written when the process started; later records may follow.
-  const bool finished = status != "running";
   LogCheck check{true, ""};
-  for (const auto& [log, key, what] : {std::tuple{RunFile::steps, "steps_log", "step"},
-                                       std::tuple{RunFile::evals, "evals_log", "evaluation"}}) {
-    const std::optional<LogFacts> want = recorded_facts(summary, key, summary_path);
+  for (RunFile log : {RunFile::steps, RunFile::evals}) {
+    const std::optional<LogFacts> want = recorded_facts(summary, log);
     if (!want) {
       if (log == RunFile::steps) {
         check = {false, fmt::format("{}: {} holds no integrity facts (written by an older reprun or another tool): "
@@ -385,24 +409,7 @@ LogCheck RunDir::verify_logs(const ojson& summary) const {
       }
       continue;
     }
-    Xxh3Stream digest;
-    const LogFacts got = scan_log_file(file(log), finished ? -1 : want->records, digest);
-    const std::string where = file(log);
-    if (got.records < want->records) {
-      throw Error(where, fmt::format("damaged: holds {} complete {} records, {} recorded {} (truncated after the run "
-                                     "wrote it)",
-                                     got.records, what, name(RunFile::summary), want->records));
-    }
-    if (got.records > want->records) {
-      throw Error(where, fmt::format("damaged: holds {} complete {} records, {} recorded {} (lines were added after the "
-                                     "run ended)",
-                                     got.records, what, name(RunFile::summary), want->records));
-    }
-    if (got.xxh3 != want->xxh3) {
-      throw Error(where, fmt::format("damaged: its {} {} records do not match the digest in {} ({}, now {}): the file "
-                                     "was edited after the run wrote it",
-                                     got.records, what, name(RunFile::summary), want->xxh3, got.xxh3));
-    }
+    check_facts(log, *want, log_facts(log, facts_cover(summary, *want)));
   }
   return check;
 }
