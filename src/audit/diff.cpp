@@ -778,9 +778,10 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
     if (r.a.is_run_dir && r.b.is_run_dir) {
       r.meta = diff_manifests(r.a.manifest, r.b.manifest, opt, r.dataset);
     }
-    ra.emplace(r.a.steps_path);
+    // Each log read ahead by a thread of its own when it is long (StepLogReader).
+    ra.emplace(r.a.steps_path, true);
     check_a.attach(*ra);
-    rb.emplace(r.b.steps_path);
+    rb.emplace(r.b.steps_path, true);
     check_b.attach(*rb);
     walk.emplace(r, opt, *ra, *rb);
     walk->run();

@@ -1,6 +1,7 @@
 // Step-log reader and line parser; see include/reprun/steplog.hpp and docs/run-format.md.
 #include "reprun/record/steplog.hpp"
 
+#include "read_ahead.hpp"
 #include "reprun/core/error.hpp"
 
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
+#include <system_error>
 #include <unistd.h>
 
 namespace reprun {
@@ -30,7 +32,7 @@ StepLogReader::Buffer StepLogReader::allocate(size_t size) {
   return Buffer(static_cast<char*>(::operator new[](size, k_align)));
 }
 
-StepLogReader::StepLogReader(const std::string& path) : m_path(path) {
+StepLogReader::StepLogReader(const std::string& path, bool read_ahead) : m_path(path) {
   m_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (m_fd < 0) {
     throw Error(path, std::string("cannot open: ") + std::strerror(errno));
@@ -42,11 +44,14 @@ StepLogReader::StepLogReader(const std::string& path) : m_path(path) {
   }
   m_size = static_cast<uint64_t>(st.st_size);
   ::posix_fadvise(m_fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  m_want_ahead = read_ahead && m_size >= k_read_ahead_min;
   m_cap = k_block;
   m_buf = allocate(m_cap);
+  m_data = m_buf.get();
 }
 
 StepLogReader::~StepLogReader() {
+  m_ahead.reset(); // the thread stops before its descriptor closes
   if (m_fd >= 0) {
     ::close(m_fd);
   }
@@ -56,8 +61,21 @@ bool StepLogReader::fill() {
   if (m_eof) {
     return false;
   }
-  if (m_digesting) {
+  if (m_want_ahead && !m_ahead) {
+    // Started at the first read, once digest_lines() has said what to digest: a finished run's
+    // facts cover every line, and the thread digests them as it reads; a limit stays here.
+    try {
+      m_thread_digests = m_digesting && m_limit < 0;
+      m_ahead = std::make_unique<ReadAhead>(m_fd, m_path, m_thread_digests);
+    } catch (const std::system_error&) {
+      m_want_ahead = false; // no thread to be had: the reader reads for itself
+    }
+  }
+  if (m_digesting && !m_thread_digests) {
     digest_upto(m_pos);
+  }
+  if (m_ahead) {
+    return fill_ahead();
   }
   // Keep the start of the line not yet complete; a line as long as the buffer grows it.
   const size_t keep = m_end - m_pos;
@@ -65,11 +83,12 @@ bool StepLogReader::fill() {
     auto bigger = allocate(m_cap * 2);
     std::memcpy(bigger.get(), m_buf.get() + m_pos, keep);
     m_buf = std::move(bigger);
+    m_data = m_buf.get();
     m_cap *= 2;
   } else if (m_pos > 0) {
     std::memmove(m_buf.get(), m_buf.get() + m_pos, keep);
   }
-  m_consumed += m_pos;
+  m_base += m_pos;
   m_scanned -= m_pos;
   m_pos = 0;
   m_digested = 0;
@@ -91,8 +110,52 @@ bool StepLogReader::fill() {
   }
 }
 
+bool StepLogReader::fill_ahead() {
+  const ReadAhead::Block b = m_ahead->take();
+  if (b.size == 0) {
+    m_eof = true; // what is left in m_data is a partial line
+    return false;
+  }
+  // The start of the line not yet complete goes right before the block's bytes, in its headroom;
+  // a line longer than that, with the block, to the spill buffer.
+  const size_t keep = m_end - m_pos, scanned = m_scanned - m_pos;
+  const uint64_t first = m_base + m_pos; // file offset of the first byte not taken
+  if (keep <= ReadAhead::k_headroom) {
+    if (keep > 0) {
+      std::memcpy(b.data + ReadAhead::k_headroom - keep, m_data + m_pos, keep);
+    }
+    if (m_slot >= 0) {
+      m_ahead->release(m_slot);
+    }
+    m_data = b.data;
+    m_slot = b.slot;
+    m_pos = ReadAhead::k_headroom - keep;
+    m_end = ReadAhead::k_headroom + b.size;
+  } else {
+    Buffer spill = allocate(keep + b.size);
+    std::memcpy(spill.get(), m_data + m_pos, keep);
+    std::memcpy(spill.get() + keep, b.data + ReadAhead::k_headroom, b.size);
+    m_ahead->release(b.slot);
+    if (m_slot >= 0) {
+      m_ahead->release(m_slot);
+    }
+    m_spill = std::move(spill);
+    m_data = m_spill.get();
+    m_slot = -1;
+    m_pos = 0;
+    m_end = keep + b.size;
+  }
+  m_base = first - m_pos;
+  m_scanned = m_pos + scanned;
+  m_digested = m_pos;
+  return true;
+}
+
 void StepLogReader::digest_upto(size_t end) {
-  m_digest.update(m_buf.get() + m_digested, end - m_digested);
+  if (end == m_digested) {
+    return; // nothing new (and m_data may be no buffer yet)
+  }
+  m_digest.update(m_data + m_digested, end - m_digested);
   m_digested = end;
 }
 
@@ -107,7 +170,7 @@ void StepLogReader::take(size_t end) {
 
 bool StepLogReader::next(std::string_view& line) {
   for (;;) {
-    const char* base = m_buf.get();
+    const char* base = m_data;
     const void* nl = std::memchr(base + m_scanned, '\n', m_end - m_scanned);
     if (nl) {
       const size_t end = static_cast<size_t>(static_cast<const char*>(nl) - base);
@@ -130,7 +193,7 @@ bool StepLogReader::next_if(std::string_view expected) {
       return false;
     }
   }
-  const char* p = m_buf.get() + m_pos;
+  const char* p = m_data + m_pos;
   if (p[n] != '\n' || std::memcmp(p, expected.data(), n) != 0) {
     return false;
   }
@@ -153,6 +216,9 @@ void StepLogReader::digest_lines(long limit) {
 }
 
 uint64_t StepLogReader::digest_value() {
+  if (m_thread_digests) {
+    return m_ahead->digest(); // complete: digest_complete() means the end of the file here
+  }
   if (m_digesting) {
     digest_upto(m_pos);
   }
@@ -173,19 +239,46 @@ long quick_step(std::string_view line) {
   return v;
 }
 
-bool quick_loss(std::string_view line, double& loss) {
-  // The first "loss": of the line, found by a plain loop: in reprun's own layout it is some 25
-  // bytes in, where string_view::find called memchr once per quote before it (a sixth of a diff's
-  // time on logs that part).
+namespace {
+
+// Where reprun's own layout puts the loss, {"step":N,"epoch":M,"loss":, or npos: checked, not
+// searched (after a divergence a diff reads two losses a line).
+size_t own_loss_key(std::string_view line) {
+  constexpr std::string_view k_step = "{\"step\":", k_epoch = ",\"epoch\":", k_loss = ",\"loss\":";
+  size_t p = k_step.size();
+  if (line.substr(0, p) != k_step) {
+    return std::string_view::npos;
+  }
+  for (std::string_view key : {k_epoch, k_loss}) {
+    while (p < line.size() && line[p] >= '0' && line[p] <= '9') {
+      ++p;
+    }
+    if (line.substr(p, key.size()) != key) {
+      return std::string_view::npos;
+    }
+    p += key.size();
+  }
+  return p - 7; // at "loss":
+}
+
+// The first "loss": of a line, by a plain loop: string_view::find called memchr once per quote
+// before it (a sixth of a diff's time on logs that part).
+size_t find_loss_key(std::string_view line) {
   constexpr std::string_view k_key = "\"loss\":";
-  size_t p = 0;
-  for (const size_t last = line.size() < k_key.size() ? 0 : line.size() - k_key.size() + 1;; ++p) {
-    if (p >= last) {
-      return false;
-    }
+  for (size_t p = 0; p + k_key.size() <= line.size(); ++p) {
     if (line[p] == '"' && std::memcmp(line.data() + p, k_key.data(), k_key.size()) == 0) {
-      break;
+      return p;
     }
+  }
+  return std::string_view::npos;
+}
+
+} // namespace
+
+bool quick_loss(std::string_view line, double& loss) {
+  size_t p = own_loss_key(line);
+  if (p == std::string_view::npos && (p = find_loss_key(line)) == std::string_view::npos) {
+    return false;
   }
   const char* b = line.data() + p + 7;
   const char* e = line.data() + line.size();

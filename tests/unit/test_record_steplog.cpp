@@ -423,3 +423,50 @@ TEST_CASE("StepLogReader: the digest of the lines read is the log's integrity di
   CHECK(r.digest_complete());
   CHECK(r.digest_value() == digest_of(3));
 }
+
+TEST_CASE("StepLogReader with read-ahead: the same lines, line ends at every block edge, long lines and the digest") {
+  testing::TempDir t;
+  // Some 3 MiB: lines of many lengths (so their ends fall everywhere in the blocks), one longer
+  // than a block's headroom (64 KiB) and one longer than a block (128 KiB), and a cut last line.
+  std::string text;
+  long n = 0;
+  while (text.size() < (3u << 20)) {
+    const size_t size = n == 500 ? (100u << 10) : n == 900 ? (300u << 10) : 40 + static_cast<size_t>(n * 37 % 5000);
+    text += sized_line(n++, size);
+  }
+  testing::write(t / "a.jsonl", text + "{\"step\":99999,\"cu");
+  REQUIRE(text.size() >= StepLogReader::k_read_ahead_min);
+  const auto plain = read_all(t / "a.jsonl");
+  REQUIRE(plain.size() == static_cast<size_t>(n));
+  for (long limit : {-1L, 0L, 700L}) {
+    CAPTURE(limit);
+    StepLogReader r(t / "a.jsonl", true);
+    r.digest_lines(limit);
+    std::string_view line;
+    for (size_t i = 0; i < plain.size(); ++i) {
+      CAPTURE(i);
+      if (i % 3 == 1) { // taken in place, as diff takes B's line when it is A's
+        CHECK_FALSE(r.next_if(plain[i] + "x"));
+        REQUIRE(r.next_if(plain[i]));
+      } else {
+        REQUIRE(r.next(line));
+        REQUIRE(line == plain[i]);
+      }
+    }
+    CHECK_FALSE(r.next(line));
+    CHECK(r.partial_tail() == 17); // {"step":99999,"cu
+    CHECK(r.offset() == text.size());
+    CHECK(r.digest_complete());
+    const long covered = limit < 0 ? n : limit;
+    size_t end = 0;
+    for (long i = 0; i < covered; ++i) {
+      end = text.find('\n', end) + 1;
+    }
+    CHECK(r.digested() == covered);
+    CHECK(r.digest_value() == xxh3_64(text.data(), end));
+  }
+  // Stopped halfway: the thread is stopped with it.
+  StepLogReader r(t / "a.jsonl", true);
+  std::string_view line;
+  REQUIRE(r.next(line));
+}

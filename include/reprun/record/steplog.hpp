@@ -21,13 +21,19 @@
 
 namespace reprun {
 
+class ReadAhead;
+
 class StepLogReader {
 public:
   // The read size: cat's, and small enough that a line just read is still in L2 when it is
   // compared and digested. A longer line grows the buffer (doubling): any line comes back whole.
   static constexpr size_t k_block = 128u << 10;
 
-  explicit StepLogReader(const std::string& path); // throws Error naming the file
+  // With `read_ahead`, a log of k_read_ahead_min bytes or more is read by a thread of its own a
+  // few blocks ahead (record/read_ahead.hpp): `diff` reads two logs, and the kernel's copies of
+  // their bytes then run beside the comparison. Throws Error naming the file.
+  static constexpr uint64_t k_read_ahead_min = 1u << 20;
+  explicit StepLogReader(const std::string& path, bool read_ahead = false);
   ~StepLogReader();
   StepLogReader(const StepLogReader&) = delete;
   StepLogReader& operator=(const StepLogReader&) = delete;
@@ -48,7 +54,7 @@ public:
   const std::string& path() const { return m_path; }
   // Bytes consumed so far (complete lines with their '\n') and the file's size when opened: for
   // progress reports.
-  uint64_t offset() const { return m_consumed + m_pos; }
+  uint64_t offset() const { return m_base + m_pos; }
   uint64_t size() const { return m_size; }
 
   // From now on (before the first line is read) the first `limit` complete lines are digested
@@ -73,12 +79,20 @@ private:
   using Buffer = std::unique_ptr<char[], FreeAligned>;
   static Buffer allocate(size_t size);
 
+  bool fill_ahead();      // fill() from the read-ahead thread's next block
+
   Buffer m_buf; // page-aligned: read() copies into it a tenth faster than 16 bytes off
   size_t m_cap = 0;
-  size_t m_pos = 0;      // start of the next line in m_buf
-  size_t m_end = 0;      // end of the bytes read into m_buf
+  bool m_want_ahead = false;          // read ahead, from the first fill()
+  std::unique_ptr<ReadAhead> m_ahead; // the read-ahead thread, once started
+  bool m_thread_digests = false;      // it digests the lines (all of them), not this reader
+  int m_slot = -1;  // the ring's block m_data is in (-1: m_buf or m_spill)
+  Buffer m_spill;   // read ahead: a line longer than a block's headroom, with the block after it
+  char* m_data = nullptr; // the bytes being read: m_buf, a block of the ring, or m_spill
+  size_t m_pos = 0;      // start of the next line in m_data
+  size_t m_end = 0;      // end of the bytes in m_data
   size_t m_scanned = 0;  // no '\n' in [m_pos, m_scanned): a long line is not searched again
-  uint64_t m_consumed = 0; // file offset of m_buf[0]
+  uint64_t m_base = 0;   // file offset of m_data[0]
   bool m_eof = false;    // read() returned 0
   bool m_at_end = false; // next() returned false: what is left in m_buf is a partial line
   long m_lineno = 0;
