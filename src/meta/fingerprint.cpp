@@ -66,6 +66,9 @@ std::string hash_file(const std::string& path, struct stat& st_out, std::vector<
 }
 
 bool excluded(const std::string& rel, const std::vector<std::string>& excludes) {
+  if (excludes.empty()) {
+    return false; // and no file name taken apart for nothing, once per file
+  }
   std::string name = fs::path(rel).filename().string();
   for (const auto& g : excludes) {
     if (::fnmatch(g.c_str(), rel.c_str(), 0) == 0 || ::fnmatch(g.c_str(), name.c_str(), 0) == 0) {
