@@ -120,3 +120,27 @@ TEST_CASE("diff: a damaged log's message wins over a parse error met before its 
               .find(t / "e/steps.jsonl: damaged: its 3 step records do not match") == 0);
   }
 }
+
+TEST_CASE("diff: long logs are read ahead and verified, with progress reported along the way") {
+  testing::TempDir t;
+  const std::string log = log_of(140000, 60); // 8.4 MB: read ahead by a thread each
+  REQUIRE(log.size() >= StepLogReader::k_read_ahead_min);
+  std::string parted = log;
+  parted[parted.find("{\"step\":100000,") + 50] = 'y';
+  const std::string a = make_run(t, "a", log), b = make_run(t, "b", parted);
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  DiffOptions opt;
+  opt.progress = [&](uint64_t done, uint64_t total) { calls.emplace_back(done, total); };
+  const DiffResult r = diff_runs(a, b, opt);
+  CHECK(r.divergence.step == 100000);
+  CHECK(r.steps_compared == 140000);
+  REQUIRE(calls.size() == 2); // every 65,536 lines of A
+  CHECK(calls[0].second == 2 * log.size());
+  CHECK(calls[0].first == 2 * 65536 * 60);
+  CHECK(calls[1].first == 2 * 131072 * 60);
+  // The same logs with damage past the point of divergence: damaged, not different.
+  std::string edited = parted;
+  edited[edited.size() - 10] = 'z';
+  testing::write(t / "b/steps.jsonl", edited);
+  CHECK(error_of_diff(a, b).find(t / "b/steps.jsonl: damaged: its 140000 step records do not match") == 0);
+}
