@@ -77,7 +77,7 @@ void ReadAhead::run() {
         m_done = true;
         m_errno = error;
       }
-      wake = m_taker_waits;
+      wake = m_taker_waits && (m_count >= k_slots / 2 || m_done);
     }
     if (wake) {
       m_wake_taker.notify_one();
@@ -91,8 +91,10 @@ void ReadAhead::run() {
 ReadAhead::Block ReadAhead::take() {
   std::unique_lock<std::mutex> lock(m_mutex);
   if (m_count == 0 && !m_done) {
+    // Caught up with the thread: sleep until half of the ring is filled, so that the two wake
+    // each other once per four blocks at most, not at every block.
     m_taker_waits = true;
-    m_wake_taker.wait(lock, [&] { return m_count > 0 || m_done; });
+    m_wake_taker.wait(lock, [&] { return m_count >= k_slots / 2 || m_done; });
     m_taker_waits = false;
   }
   if (m_count > 0) {
