@@ -21,7 +21,8 @@ if [[ $level == fuzz ]]; then
   pkgs+=(clang libclang-rt-14-dev)
 fi
 if [[ $level == bench ]]; then
-  pkgs+=(python3-torch python3-threadpoolctl python3-sklearn libopenblas-dev b3sum openssl time)
+  # python3-xxhash: bench/long_run.py writes the integrity facts of the diff section's long runs.
+  pkgs+=(python3-torch python3-threadpoolctl python3-sklearn libopenblas-dev b3sum openssl time python3-xxhash)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -4,6 +4,7 @@
 
 #include "reprun/audit/cause.hpp"
 #include "reprun/core/error.hpp"
+#include "reprun/core/hash.hpp"
 #include "reprun/record/run_dir.hpp"
 #include "reprun/record/steplog.hpp"
 
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <optional>
+#include <sys/stat.h>
 
 namespace reprun {
 
@@ -156,9 +158,47 @@ void read_ranks(const RunDir& run, RunSide& side) {
   }
 }
 
-// Opens one side. A run directory's logs are verified against its summary first: a damaged run
-// is an error (exit 2), never reported as a divergence.
-void open_side(const std::string& path, RunSide& side, std::vector<std::string>& notes) {
+// One side's steps.jsonl check against its summary, done by the walk's own read (one pass: its
+// reader digests the records the summary covers as they are compared) and settled once the walk
+// is done. An error met before that (a parse error in the log, the other side's summary) waits
+// for the check: a damaged log's message wins, as when the logs were verified before they were
+// compared, and in the same order (A's log, then B's).
+struct StepsCheck {
+  std::optional<RunDir> run; // set, with want and cover, when the summary recorded facts
+  std::optional<LogFacts> want;
+  long cover = -1;
+  StepLogReader* reader = nullptr; // the walk's, once it opened the log
+  bool done = true;
+
+  void attach(StepLogReader& r) {
+    reader = &r;
+    if (!done) {
+      r.digest_lines(cover);
+    }
+  }
+  // Throws the "damaged" Error when the log is not what its summary recorded. A reader that
+  // stopped early (an error) reads on to the end of what the facts cover; without one (the error
+  // came first) the log is read here.
+  void settle() {
+    if (done) {
+      return;
+    }
+    done = true;
+    if (!reader) {
+      run->check_facts(RunFile::steps, *want, run->log_facts(RunFile::steps, cover));
+      return;
+    }
+    std::string_view line;
+    while (!reader->digest_complete() && reader->next(line)) {
+    }
+    run->check_facts(RunFile::steps, *want, {reader->digested(), "xxh3:" + hex64(reader->digest_value())});
+  }
+};
+
+// Opens one side. A run directory's logs are verified against its summary (RunDir::verify_logs,
+// with steps.jsonl left to `check`): a damaged run is an error (exit 2), never reported as a
+// divergence.
+void open_side(const std::string& path, RunSide& side, std::vector<std::string>& notes, StepsCheck& check) {
   side.label = path;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -166,9 +206,18 @@ void open_side(const std::string& path, RunSide& side, std::vector<std::string>&
     RunDir run = RunDir::open(path);
     side.manifest = run.read_manifest();
     side.summary = run.read_summary();
-    const LogCheck logs = run.verify_logs(side.summary);
-    if (!logs.verified) {
-      notes.push_back(logs.note);
+    if (const std::optional<LogFacts> steps = run.recorded_facts(side.summary, RunFile::steps)) {
+      check = {run, steps, RunDir::facts_cover(side.summary, *steps), nullptr, false};
+      struct stat st {};
+      if (::lstat(run.file(RunFile::steps).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        check.settle(); // missing, a link or not a file: checked (and named) now, as verify_logs does
+      }
+      if (const std::optional<LogFacts> evals = run.recorded_facts(side.summary, RunFile::evals)) {
+        run.check_facts(RunFile::evals, *evals, run.log_facts(RunFile::evals, RunDir::facts_cover(side.summary, *evals)));
+      }
+      run.verify_rank_logs(side.summary); // a data-parallel exec's rank logs: read once here, before the walk
+    } else {
+      notes.push_back(run.verify_logs(side.summary).note); // no facts for steps.jsonl: evals.jsonl alone
     }
     side.status = side.summary.value("status", "unknown");
     side.steps_path = run.existing_file(RunFile::steps);
@@ -420,19 +469,32 @@ std::string describe_mode(const DiffOptions& opt) {
 // classified, then how the loss gap grows after it.
 class StepWalk {
 public:
-  StepWalk(DiffResult& r, const DiffOptions& opt)
-      : m_r(r), m_opt(opt), m_cmp(opt, loss_format(r.a.manifest, r.b.manifest)), m_ra(r.a.steps_path),
-        m_rb(r.b.steps_path) {}
+  StepWalk(DiffResult& r, const DiffOptions& opt, StepLogReader& ra, StepLogReader& rb)
+      : m_r(r), m_opt(opt), m_cmp(opt, loss_format(r.a.manifest, r.b.manifest)), m_ra(ra), m_rb(rb) {}
 
   void run() {
     std::string_view la, lb;
     bool ha = m_ra.next(la);
     bool hb = m_rb.next(lb);
     skip_unmatched_start(ha, la, hb, lb);
+    bool equal = ha && hb && la == lb;
     while (ha && hb) {
-      compare(la, lb);
+      compare(la, lb, equal);
+      if ((m_ra.lineno() & k_progress_lines) == 0 && m_opt.progress) {
+        m_opt.progress(m_ra.offset() + m_rb.offset(), m_ra.size() + m_rb.size());
+      }
       ha = m_ra.next(la);
-      hb = m_rb.next(lb);
+      if (!ha) {
+        hb = m_rb.next(lb);
+        break;
+      }
+      // The common case, B's next line is A's: taken without searching B for its end.
+      equal = m_rb.next_if(la);
+      if (equal) {
+        lb = la;
+      } else {
+        hb = m_rb.next(lb);
+      }
     }
     finish_longer(ha, la, hb, lb);
     Divergence& d = m_r.divergence;
@@ -512,10 +574,11 @@ private:
     m_r.b.lines = m_rb.lineno();
   }
 
-  void compare(std::string_view la, std::string_view lb) {
+  // `equal`: the two lines are the same bytes.
+  void compare(std::string_view la, std::string_view lb, bool equal) {
     ++m_r.steps_compared;
     // In tolerance mode NaN never matches, not even itself: such lines are compared by value.
-    const bool same = la == lb && !(m_opt.tolerance() && la.find("NaN") != std::string_view::npos);
+    const bool same = equal && !(m_opt.tolerance() && la.find("NaN") != std::string_view::npos);
     const long sa = checked_step(la, m_ra, m_prev_a);
     const long sb = same ? sa : checked_step(lb, m_rb, m_prev_b);
     if (same) {
@@ -531,11 +594,14 @@ private:
     }
   }
 
-  // Loss series for plots, decimated so it never holds more than 4096 points.
+  // Loss series for plots, decimated so it never holds more than 4096 points: A's lines L with
+  // (L - 1) % m_stride == 0, found by counting rather than dividing on every line.
   void record_loss_series(std::string_view la, std::string_view lb, long sa, bool same) {
-    if ((m_ra.lineno() - 1) % m_stride != 0) {
+    const long line = m_ra.lineno();
+    if (line < m_next_series) {
       return;
     }
+    m_next_series = line + m_stride;
     double x = 0, y = 0;
     if (!quick_loss(la, x) || !(same ? (y = x, true) : quick_loss(lb, y))) {
       return;
@@ -549,6 +615,7 @@ private:
       }
       series.swap(half);
       m_stride *= 2;
+      m_next_series = (line - 1) % m_stride == 0 ? line + m_stride : line + m_stride / 2;
     }
   }
 
@@ -628,12 +695,16 @@ private:
                            a.status.empty() ? "(bare log)" : a.status, b.status.empty() ? "(bare log)" : b.status);
   }
 
+  // A progress report every 65,536 lines of A.
+  static constexpr long k_progress_lines = (1 << 16) - 1;
+
   DiffResult& m_r;
   const DiffOptions& m_opt;
   Comparator m_cmp;
-  StepLogReader m_ra, m_rb;
+  StepLogReader &m_ra, &m_rb;
   long m_prev_a = -1, m_prev_b = -1;
   long m_stride = 1;
+  long m_next_series = 0; // A's next line that may add a point to the loss series
   long m_next_gap = 0; // next step offset (1, 10, 100, ...) to record after the divergence
   GapPoint m_last_common;
   bool m_have_last = false;
@@ -685,12 +756,17 @@ std::string outputs_differing(const DiffResult& r) {
   return s;
 }
 
+// Both runs are data-parallel programs of other world sizes.
+bool world_sizes_differ(const DiffResult& r) {
+  return r.a.world_size > 0 && r.b.world_size > 0 && r.a.world_size != r.b.world_size;
+}
+
 void set_verdict(DiffResult& r, const DiffOptions& opt, bool one_sided) {
   const Divergence& d = r.divergence;
   const long material = r.material_meta_count();
   r.identical = !d.found && material == 0;
-  const bool world_sizes_differ = r.a.world_size > 0 && r.b.world_size > 0 && r.a.world_size != r.b.world_size;
-  if (const std::string outputs = outputs_compared(r); !outputs.empty() && !d.found && !world_sizes_differ) {
+  const bool sizes_differ = world_sizes_differ(r);
+  if (const std::string outputs = outputs_compared(r); !outputs.empty() && !d.found && !sizes_differ) {
     // No step records on either side: never "0 step records identical".
     if (r.identical) {
       r.verdict = fmt::format("IDENTICAL: {} identical, metadata matches", outputs);
@@ -719,7 +795,7 @@ void set_verdict(DiffResult& r, const DiffOptions& opt, bool one_sided) {
     if (material > 0) {
       r.verdict += "; " + plural_fields(material);
     }
-  } else if (world_sizes_differ) {
+  } else if (sizes_differ) {
     r.verdict = fmt::format("DIFFERENT: world sizes differ ({} -> {}), step logs not compared; {}", r.a.world_size,
                             r.b.world_size, plural_fields(material));
   } else {
@@ -763,7 +839,8 @@ void compare_ranks(DiffResult& r, const DiffOptions& opt) {
     sub.b.steps_path = ib->second;
     sub.a.lines = sub.b.lines = 0;
     sub.a.last_step = sub.b.last_step = -1;
-    StepWalk walk(sub, opt);
+    StepLogReader ra(sub.a.steps_path, true), rb(sub.b.steps_path, true);
+    StepWalk walk(sub, opt, ra, rb);
     walk.run();
     for (const auto& n : sub.notes) {
       r.notes.push_back(fmt::format("rank {}: {}", k, n));
@@ -803,33 +880,51 @@ void compare_ranks(DiffResult& r, const DiffOptions& opt) {
 DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptions& opt) {
   DiffResult r;
   r.mode = describe_mode(opt);
-  open_side(a, r.a, r.notes);
-  open_side(b, r.b, r.notes);
-  if (r.a.is_run_dir != r.b.is_run_dir) {
-    r.notes.push_back("one side is a run directory, the other a bare step log: metadata not compared");
-  }
-  if (r.a.is_run_dir && r.b.is_run_dir) {
-    r.meta = diff_manifests(r.a.manifest, r.b.manifest, opt, r.dataset);
-  }
-  const bool world_sizes_differ = r.a.world_size > 0 && r.b.world_size > 0 && r.a.world_size != r.b.world_size;
+  StepsCheck check_a, check_b;
+  std::optional<StepLogReader> ra, rb;
   std::optional<StepWalk> walk;
-  if (world_sizes_differ) {
-    // Each rank's log holds its own shard's losses: logs of other world sizes are not comparable.
-    r.notes.push_back(fmt::format("world sizes differ ({} -> {}): the step logs are not compared (each rank's log "
-                                  "holds the losses of its own shard of the data, and under FSDP the checksums of "
-                                  "its own shard of the parameters)",
-                                  r.a.world_size, r.b.world_size));
-    for (auto& m : r.meta) {
-      if (m.kind == MetaDelta::Kind::material &&
-          (m.key.rfind("ranks.logs.", 0) == 0 || m.key.rfind("framework.distributed.devices.", 0) == 0)) {
-        m.kind = MetaDelta::Kind::informational;
-        m.why = "follows the world size";
-      }
+  try {
+    open_side(a, r.a, r.notes, check_a);
+    open_side(b, r.b, r.notes, check_b);
+    if (r.a.is_run_dir != r.b.is_run_dir) {
+      r.notes.push_back("one side is a run directory, the other a bare step log: metadata not compared");
     }
-  } else {
-    walk.emplace(r, opt);
-    walk->run();
-    compare_ranks(r, opt);
+    if (r.a.is_run_dir && r.b.is_run_dir) {
+      r.meta = diff_manifests(r.a.manifest, r.b.manifest, opt, r.dataset);
+    }
+    if (world_sizes_differ(r)) {
+      // Each rank's log holds its own shard's losses: logs of other world sizes are not comparable
+      // (their digests are still checked, by settle).
+      r.notes.push_back(fmt::format("world sizes differ ({} -> {}): the step logs are not compared (each rank's log "
+                                    "holds the losses of its own shard of the data, and under FSDP the checksums of "
+                                    "its own shard of the parameters)",
+                                    r.a.world_size, r.b.world_size));
+      for (auto& m : r.meta) {
+        if (m.kind == MetaDelta::Kind::material &&
+            (m.key.rfind("ranks.logs.", 0) == 0 || m.key.rfind("framework.distributed.devices.", 0) == 0)) {
+          m.kind = MetaDelta::Kind::informational;
+          m.why = "follows the world size";
+        }
+      }
+    } else {
+      // Each log read ahead by a thread of its own when it is long (StepLogReader).
+      ra.emplace(r.a.steps_path, true);
+      check_a.attach(*ra);
+      rb.emplace(r.b.steps_path, true);
+      check_b.attach(*rb);
+      walk.emplace(r, opt, *ra, *rb);
+      walk->run();
+    }
+  } catch (...) {
+    // Whatever went wrong, a damaged log is named first (settle throws then).
+    check_a.settle();
+    check_b.settle();
+    throw;
+  }
+  check_a.settle();
+  check_b.settle();
+  if (walk) {
+    compare_ranks(r, opt); // rank 0's log was walked: the other ranks' (verified by open_side)
   }
   for (const RunSide* s : {&r.a, &r.b}) {
     if (s->partial_tail > 0) {

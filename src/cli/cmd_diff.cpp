@@ -9,12 +9,15 @@
 #include "reprun/report/search_report.hpp"
 
 #include <charconv>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
 
 #include <iostream>
 #include <memory>
+#include <unistd.h>
 
 namespace reprun::cli {
 
@@ -39,6 +42,43 @@ const CLI::Validator k_tolerance(
       return "";
     },
     "NUMBER >= 0");
+
+// A progress line on stderr, for a diff of long logs on a terminal: shown once the diff has taken
+// a second (a short one stays silent), rewritten in place, and erased when the diff ends, so the
+// report alone remains. Never where stderr is a file or a pipe: logs and CI output stay clean.
+class ProgressLine {
+public:
+  explicit ProgressLine(DiffOptions& opt) : m_opt(opt) {
+    if (::isatty(STDERR_FILENO) == 0) {
+      return;
+    }
+    opt.progress = [this](uint64_t done, uint64_t total) { show(done, total); };
+  }
+  ~ProgressLine() {
+    m_opt.progress = nullptr;
+    if (m_shown) {
+      std::fputs("\r\033[K", stderr);
+    }
+  }
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+
+private:
+  void show(uint64_t done, uint64_t total) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+    if (s < 1.0 || total == 0) {
+      return;
+    }
+    m_shown = true;
+    std::fputs(fmt::format("\rdiff: reading the step logs, {:.1f} of {:.1f} GB ({:.0f}%)", done / 1e9, total / 1e9,
+                           100.0 * static_cast<double>(done) / static_cast<double>(total))
+                   .c_str(),
+               stderr);
+  }
+  DiffOptions& m_opt;
+  std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
+  bool m_shown = false;
+};
 
 int run(const DiffFlags& f) {
   ReportFormat fmt = parse_report_format(f.format);
@@ -81,7 +121,11 @@ int run(const DiffFlags& f) {
       throw Error(p, "an empty file (expected a run directory or a steps.jsonl file with at least one record)");
     }
   }
-  DiffResult r = diff_runs(f.a, f.b, opt);
+  DiffResult r;
+  {
+    ProgressLine progress(opt);
+    r = diff_runs(f.a, f.b, opt);
+  }
   if (f.out.empty()) {
     std::cout << render_diff(r, fmt, fmt == ReportFormat::text && want_color());
   } else {

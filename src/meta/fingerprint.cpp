@@ -1,10 +1,11 @@
-// File and tree hashing with a stat-keyed cache. See include/reprun/fingerprint.hpp.
+// File and tree hashing with a stat-keyed cache (hash_cache.hpp). See include/reprun/meta/fingerprint.hpp.
 #include "reprun/meta/fingerprint.hpp"
 
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/core/hash.hpp"
 #include "reprun/core/threadpool.hpp"
+#include "reprun/meta/hash_cache.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,12 +16,10 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fnmatch.h>
-#include <mutex>
 #include <string_view>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
-#include <unordered_map>
 
 namespace reprun {
 
@@ -28,91 +27,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct StatKey {
-  uint64_t dev, ino, size;
-  int64_t mtime_ns, ctime_ns;
-  std::string str() const { return fmt::format("{} {} {} {} {}", dev, ino, size, mtime_ns, ctime_ns); }
-};
-
 StatKey key_of(const struct stat& st) {
   return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
           static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
           static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
 }
-
-// Append-only cache file: "v1 dev ino size mtime_ns ctime_ns sha256" per line. Each process
-// appends its new entries with one write() (O_APPEND), so concurrent writers never interleave
-// within a line; a line that does not parse (cut by a crash) is ignored. An entry is found only
-// under the exact key, so it is never trusted once any key field changed.
-class HashCache {
-public:
-  explicit HashCache(std::string path) : m_path(std::move(path)) {
-    if (m_path.empty()) {
-      return;
-    }
-    std::string text;
-    try {
-      text = read_file(m_path);
-    } catch (const Error&) {
-      return; // no cache yet, or unreadable: hash everything
-    }
-    size_t pos = 0;
-    while (pos < text.size()) {
-      size_t nl = text.find('\n', pos);
-      if (nl == std::string::npos) {
-        break;
-      }
-      std::string_view line(text.data() + pos, nl - pos);
-      pos = nl + 1;
-      if (line.size() < 3 + 64 || line.substr(0, 3) != "v1 ") {
-        continue;
-      }
-      auto sp = line.rfind(' ');
-      std::string_view digest = line.substr(sp + 1);
-      if (digest.size() != 64 || digest.find_first_not_of("0123456789abcdef") != std::string_view::npos) {
-        continue;
-      }
-      m_map[std::string(line.substr(3, sp - 3))] = std::string(digest);
-    }
-  }
-
-  bool lookup(const StatKey& k, std::string& digest) {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    auto it = m_map.find(k.str());
-    if (it == m_map.end()) {
-      return false;
-    }
-    digest = it->second;
-    return true;
-  }
-
-  void store(const StatKey& k, const std::string& digest) {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    m_pending += "v1 " + k.str() + " " + digest + "\n";
-  }
-
-  void flush() {
-    if (m_path.empty() || m_pending.empty()) {
-      return;
-    }
-    std::error_code ec;
-    fs::create_directories(fs::path(m_path).parent_path(), ec);
-    int fd = ::open(m_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
-    if (fd < 0) {
-      return; // the cache is an optimisation: a read-only home still hashes
-    }
-    ssize_t n = ::write(fd, m_pending.data(), m_pending.size());
-    (void)n;
-    ::close(fd);
-    m_pending.clear();
-  }
-
-private:
-  std::string m_path;
-  std::unordered_map<std::string, std::string> m_map;
-  std::string m_pending;
-  std::mutex m_mutex;
-};
 
 // SHA-256 of one regular file, checking that it did not change while being read.
 std::string hash_file(const std::string& path, struct stat& st_out, std::vector<char>& buf) {
@@ -147,6 +66,9 @@ std::string hash_file(const std::string& path, struct stat& st_out, std::vector<
 }
 
 bool excluded(const std::string& rel, const std::vector<std::string>& excludes) {
+  if (excludes.empty()) {
+    return false; // and no file name taken apart for nothing, once per file
+  }
   std::string name = fs::path(rel).filename().string();
   for (const auto& g : excludes) {
     if (::fnmatch(g.c_str(), rel.c_str(), 0) == 0 || ::fnmatch(g.c_str(), name.c_str(), 0) == 0) {
@@ -156,9 +78,12 @@ bool excluded(const std::string& rel, const std::vector<std::string>& excludes) 
   return false;
 }
 
+// A file to hash; `st` is its stat when the walk already took it (one stat per file).
 struct Job {
   std::string abs;
   std::string rel;
+  bool have_stat = false;
+  struct stat st {};
 };
 
 HashResult hash_jobs(std::vector<Job> jobs, std::vector<HashEntry> links, std::vector<std::string> notes,
@@ -169,35 +94,46 @@ HashResult hash_jobs(std::vector<Job> jobs, std::vector<HashEntry> links, std::v
   res.notes = std::move(notes);
   std::vector<HashEntry> files(jobs.size());
   std::vector<std::string> errors(jobs.size());
-  int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  ThreadPool pool(std::min<int>(threads, std::max<int>(1, static_cast<int>(jobs.size()))));
-  std::vector<std::vector<char>> buffers(static_cast<size_t>(pool.size()), std::vector<char>(1 << 20));
-  pool.parallel_for(static_cast<int>(jobs.size()), [&](int i, int worker) {
-    const Job& j = jobs[static_cast<size_t>(i)];
-    HashEntry& e = files[static_cast<size_t>(i)];
+  // The cache first, on this thread: a re-hash where every file is cached starts no thread.
+  std::vector<int> misses;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    Job& j = jobs[i];
+    HashEntry& e = files[i];
     e.path = j.rel;
     e.type = "file";
-    try {
-      struct stat st {};
-      if (::stat(j.abs.c_str(), &st) != 0) {
-        throw Error(j.abs, std::string("cannot stat: ") + std::strerror(errno));
-      }
-      if (opt.use_cache && cache.lookup(key_of(st), e.sha256)) {
-        e.size = static_cast<uint64_t>(st.st_size);
-        e.from_cache = true;
-        return;
-      }
-      e.sha256 = hash_file(j.abs, st, buffers[static_cast<size_t>(worker)]);
-      e.size = static_cast<uint64_t>(st.st_size);
-      // A file modified within the last seconds could change again within the same timestamp
-      // tick; such entries are not cached.
-      if (opt.use_cache && key_of(st).mtime_ns < racy_ns) {
-        cache.store(key_of(st), e.sha256);
-      }
-    } catch (const Error& err) {
-      errors[static_cast<size_t>(i)] = err.what();
+    if (!j.have_stat && ::stat(j.abs.c_str(), &j.st) != 0) {
+      errors[i] = Error(j.abs, std::string("cannot stat: ") + std::strerror(errno)).what();
+      continue;
     }
-  });
+    if (opt.use_cache && cache.lookup(key_of(j.st), e.sha256)) {
+      e.size = static_cast<uint64_t>(j.st.st_size);
+      e.from_cache = true;
+      continue;
+    }
+    misses.push_back(static_cast<int>(i));
+  }
+  if (!misses.empty()) {
+    int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    ThreadPool pool(std::min<int>(threads, static_cast<int>(misses.size())));
+    res.threads = pool.size();
+    std::vector<std::vector<char>> buffers(static_cast<size_t>(pool.size()), std::vector<char>(1 << 20));
+    pool.parallel_for(static_cast<int>(misses.size()), [&](int m, int worker) {
+      const size_t i = static_cast<size_t>(misses[static_cast<size_t>(m)]);
+      HashEntry& e = files[i];
+      try {
+        struct stat st {};
+        e.sha256 = hash_file(jobs[i].abs, st, buffers[static_cast<size_t>(worker)]);
+        e.size = static_cast<uint64_t>(st.st_size);
+        // A file modified within the last seconds could change again within the same timestamp
+        // tick; such entries are not cached.
+        if (opt.use_cache && key_of(st).mtime_ns < racy_ns) {
+          cache.store(key_of(st), e.sha256);
+        }
+      } catch (const Error& err) {
+        errors[i] = err.what();
+      }
+    });
+  }
   for (const auto& e : errors) {
     if (!e.empty()) {
       throw Error(e);
@@ -269,7 +205,7 @@ HashResult hash_files(const std::vector<std::string>& files, const std::vector<s
                       const HashOptions& opt) {
   std::vector<Job> jobs;
   for (size_t i = 0; i < files.size(); ++i) {
-    jobs.push_back({files[i], names[i]});
+    jobs.push_back({files[i], names[i], false, {}});
   }
   return hash_jobs(std::move(jobs), {}, {}, opt);
 }
@@ -295,7 +231,7 @@ HashResult hash_paths(const std::vector<std::string>& paths, const HashOptions& 
     if (S_ISLNK(lst.st_mode)) {
       struct stat st {};
       if (opt.follow_symlinks && ::stat(abs.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-        jobs.push_back({abs.string(), rel});
+        jobs.push_back({abs.string(), rel, true, st});
         return;
       }
       std::error_code ec;
@@ -307,7 +243,7 @@ HashResult hash_paths(const std::vector<std::string>& paths, const HashOptions& 
       return;
     }
     if (S_ISREG(lst.st_mode)) {
-      jobs.push_back({abs.string(), rel});
+      jobs.push_back({abs.string(), rel, true, lst});
     } else if (!S_ISDIR(lst.st_mode)) {
       const char* what = S_ISFIFO(lst.st_mode) ? "FIFO" : S_ISSOCK(lst.st_mode) ? "socket" : "device";
       notes.push_back(fmt::format("{}: skipped ({})", abs.string(), what));

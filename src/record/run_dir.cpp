@@ -99,7 +99,7 @@ LogFacts scan_log_file(const std::string& path, long limit, Xxh3Stream& digest) 
 
 // The facts a summary recorded for a log ("steps_log": {"records": N, "xxh3": "xxh3:..."}), or
 // none when it predates them. Throws Error naming the summary when they are malformed.
-std::optional<LogFacts> recorded_facts(const ojson& summary, const char* key, const std::string& summary_path) {
+std::optional<LogFacts> facts_in(const ojson& summary, const char* key, const std::string& summary_path) {
   auto it = summary.find(key);
   if (it == summary.end()) {
     return std::nullopt;
@@ -371,46 +371,44 @@ ojson RunDir::read_summary() const {
 
 AppendLog RunDir::append(RunFile log) const { return AppendLog(file(log)); }
 
-LogFacts RunDir::log_facts(RunFile log) const {
+LogFacts RunDir::log_facts(RunFile log, long limit) const {
   Xxh3Stream digest;
-  return scan_log_file(file(log), -1, digest);
+  return scan_log_file(file(log), limit, digest);
 }
 
-namespace {
+std::optional<LogFacts> RunDir::recorded_facts(const ojson& summary, RunFile log) const {
+  return facts_in(summary, log == RunFile::steps ? "steps_log" : "evals_log", file(RunFile::summary));
+}
 
-// Checks one log against the facts a summary recorded for it (see verify_logs).
-void verify_log(const std::string& where, const LogFacts& want, bool finished, const char* what,
-                const char* summary_name) {
-  Xxh3Stream digest;
-  const LogFacts got = scan_log_file(where, finished ? -1 : want.records, digest);
+long RunDir::facts_cover(const ojson& summary, const LogFacts& recorded) {
+  // "running": written when the process started; later records may follow.
+  return summary.value("status", "") == "running" ? recorded.records : -1;
+}
+
+void RunDir::check_facts(RunFile log, const LogFacts& want, const LogFacts& got) const {
+  const std::string where = file(log);
+  const char* what = log == RunFile::steps ? "step" : "evaluation";
   if (got.records < want.records) {
     throw Error(where, fmt::format("damaged: holds {} complete {} records, {} recorded {} (truncated after the run "
                                    "wrote it)",
-                                   got.records, what, summary_name, want.records));
+                                   got.records, what, name(RunFile::summary), want.records));
   }
   if (got.records > want.records) {
     throw Error(where, fmt::format("damaged: holds {} complete {} records, {} recorded {} (lines were added after the "
                                    "run ended)",
-                                   got.records, what, summary_name, want.records));
+                                   got.records, what, name(RunFile::summary), want.records));
   }
   if (got.xxh3 != want.xxh3) {
     throw Error(where, fmt::format("damaged: its {} {} records do not match the digest in {} ({}, now {}): the file "
                                    "was edited after the run wrote it",
-                                   got.records, what, summary_name, want.xxh3, got.xxh3));
+                                   got.records, what, name(RunFile::summary), want.xxh3, got.xxh3));
   }
 }
 
-} // namespace
-
 LogCheck RunDir::verify_logs(const ojson& summary) const {
-  const std::string summary_path = file(RunFile::summary);
-  const std::string status = summary.value("status", "");
-  // "running": written when the process started; later records may follow.
-  const bool finished = status != "running";
   LogCheck check{true, ""};
-  for (const auto& [log, key, what] : {std::tuple{RunFile::steps, "steps_log", "step"},
-                                       std::tuple{RunFile::evals, "evals_log", "evaluation"}}) {
-    const std::optional<LogFacts> want = recorded_facts(summary, key, summary_path);
+  for (RunFile log : {RunFile::steps, RunFile::evals}) {
+    const std::optional<LogFacts> want = recorded_facts(summary, log);
     if (!want) {
       if (log == RunFile::steps) {
         check = {false, fmt::format("{}: {} holds no integrity facts (written by an older reprun or another tool): "
@@ -419,22 +417,30 @@ LogCheck RunDir::verify_logs(const ojson& summary) const {
       }
       continue;
     }
-    verify_log(file(log), *want, finished, what, name(RunFile::summary));
+    check_facts(log, *want, log_facts(log, facts_cover(summary, *want)));
   }
-  // A data-parallel exec: every rank's log is held to its facts as rank 0's is.
-  if (auto it = summary.find("rank_logs"); it != summary.end()) {
-    if (!it->is_object()) {
-      throw Error(summary_path, "\"rank_logs\" is not an object of {\"<rank>\": {\"records\": N, \"xxh3\": ...}}");
-    }
-    for (const auto& [r, facts] : it->items()) {
-      if (r.empty() || r.size() > 6 || r.find_first_not_of("0123456789") != std::string::npos) {
-        throw Error(summary_path, fmt::format("\"rank_logs\": \"{}\" is not a rank number", r));
-      }
-      const std::optional<LogFacts> want = recorded_facts(*it, r.c_str(), summary_path);
-      verify_log(rank(std::stoi(r)).file(RunFile::steps), *want, finished, "step", name(RunFile::summary));
-    }
-  }
+  verify_rank_logs(summary);
   return check;
+}
+
+void RunDir::verify_rank_logs(const ojson& summary) const {
+  // A data-parallel exec: every rank's log is held to its facts as rank 0's is.
+  auto it = summary.find("rank_logs");
+  if (it == summary.end()) {
+    return;
+  }
+  const std::string summary_path = file(RunFile::summary);
+  if (!it->is_object()) {
+    throw Error(summary_path, "\"rank_logs\" is not an object of {\"<rank>\": {\"records\": N, \"xxh3\": ...}}");
+  }
+  for (const auto& [r, facts] : it->items()) {
+    if (r.empty() || r.size() > 6 || r.find_first_not_of("0123456789") != std::string::npos) {
+      throw Error(summary_path, fmt::format("\"rank_logs\": \"{}\" is not a rank number", r));
+    }
+    const std::optional<LogFacts> want = facts_in(*it, r.c_str(), summary_path);
+    const RunDir rk = rank(std::stoi(r));
+    rk.check_facts(RunFile::steps, *want, rk.log_facts(RunFile::steps, facts_cover(summary, *want)));
+  }
 }
 
 void RunDir::truncate_logs_to(long step) const {

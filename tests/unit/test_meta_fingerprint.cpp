@@ -103,6 +103,8 @@ TEST_CASE("The cache hits for unchanged files and is invalidated by a touch or a
   HashResult warm = hash_paths({t / "d"}, o);
   CHECK(warm.cache_hits == 2);
   CHECK(warm.root == cold.root);
+  CHECK(cold.threads >= 1);
+  CHECK(warm.threads == 0); // every file cached: no thread started
   // Same content, new mtime: the entry is not trusted.
   testing::write(t / "d/a", "alpha");
   testing::backdate(t / "d/a", 60);

@@ -341,3 +341,132 @@ TEST_CASE("StepLogReader: a log longer than the 16 MiB release window reads whol
   CHECK(lines[7] == "{\"step\":7}");
   CHECK(tail == 4);
 }
+
+namespace {
+
+// A line of exactly `size` bytes with its '\n': {"step":N,"batch":"xxx..."}.
+std::string sized_line(long step, size_t size, char fill = 'x') {
+  std::string head = "{\"step\":" + std::to_string(step) + ",\"batch\":\"";
+  return head + std::string(size - head.size() - 3, fill) + "\"}\n";
+}
+
+} // namespace
+
+TEST_CASE("StepLogReader: lines across the boundary of two read blocks, found by next and by next_if") {
+  testing::TempDir t;
+  const size_t block = StepLogReader::k_block;
+  // Line 2 ends exactly at the end of the first block (its '\n' is the block's last byte); line 4
+  // straddles the second boundary: its byte `at` is the first of the third block.
+  std::string text = sized_line(1, 1000) + sized_line(2, block - 1000) + sized_line(3, 5000);
+  const size_t at = 2 * block - text.size();
+  text += sized_line(4, at + 10) + sized_line(5, 100);
+  testing::write(t / "a.jsonl", text);
+  const auto lines = read_all(t / "a.jsonl");
+  REQUIRE(lines.size() == 5);
+  CHECK(lines[1].size() + 1 == block - 1000);
+  CHECK(lines[3] + "\n" == sized_line(4, at + 10));
+  // next_if takes a line only when it is byte for byte the one expected, across a boundary too.
+  StepLogReader r(t / "a.jsonl");
+  std::string_view line;
+  REQUIRE(r.next(line));
+  CHECK_FALSE(r.next_if(lines[2])); // not the next line: nothing taken
+  CHECK(r.next_if(lines[1]));
+  CHECK(r.lineno() == 2);
+  CHECK(r.next_if(lines[2]));
+  for (size_t i : {at - 1, at}) { // the last byte of one block, the first of the next
+    std::string almost = lines[3];
+    almost[i] = 'y';
+    CHECK_FALSE(r.next_if(almost));
+  }
+  CHECK_FALSE(r.next_if(lines[3].substr(0, lines[3].size() - 1))); // a prefix is not the line
+  CHECK(r.next_if(lines[3]));
+  CHECK_FALSE(r.next_if(lines[4] + "x")); // past the end of the file
+  CHECK(r.next_if(lines[4]));
+  CHECK(r.lineno() == 5);
+  CHECK_FALSE(r.next(line));
+  CHECK(r.partial_tail() == 0);
+}
+
+TEST_CASE("StepLogReader: the digest of the lines read is the log's integrity digest, up to a limit") {
+  testing::TempDir t;
+  std::string text;
+  for (long i = 0; i < 600; ++i) {
+    text += sized_line(i, 300 + static_cast<size_t>(i % 7) * 111); // some 380 KB: blocks and a piece
+  }
+  testing::write(t / "a.jsonl", text + "{\"step\":600,\"cut");
+  auto digest_of = [&](long lines) {
+    size_t end = 0;
+    for (long i = 0; i < lines; ++i) {
+      end = text.find('\n', end) + 1;
+    }
+    return xxh3_64(text.data(), end);
+  };
+  for (long limit : {-1L, 0L, 1L, 437L, 600L, 700L}) {
+    CAPTURE(limit);
+    StepLogReader r(t / "a.jsonl");
+    r.digest_lines(limit);
+    CHECK(r.count_remaining() == 600); // the lines past the limit are read all the same
+    CHECK(r.digest_complete());
+    const long covered = limit < 0 || limit > 600 ? 600 : limit;
+    CHECK(r.digested() == covered);
+    CHECK(r.digest_value() == digest_of(covered)); // the cut-short last line is never digested
+    CHECK(r.partial_tail() == 16);
+  }
+  // Reading stops at the limit: the digest is complete there, before the end of the file.
+  StepLogReader r(t / "a.jsonl");
+  r.digest_lines(3);
+  std::string_view line;
+  for (int i = 0; i < 3; ++i) {
+    CHECK_FALSE(r.digest_complete());
+    REQUIRE(r.next(line));
+  }
+  CHECK(r.digest_complete());
+  CHECK(r.digest_value() == digest_of(3));
+}
+
+TEST_CASE("StepLogReader with read-ahead: the same lines, line ends at every block edge, long lines and the digest") {
+  testing::TempDir t;
+  // Some 3 MiB: lines of many lengths (so their ends fall everywhere in the blocks), one longer
+  // than a block's headroom (64 KiB) and one longer than a block (128 KiB), and a cut last line.
+  std::string text;
+  long n = 0;
+  while (text.size() < (3u << 20)) {
+    const size_t size = n == 500 ? (100u << 10) : n == 900 ? (300u << 10) : 40 + static_cast<size_t>(n * 37 % 5000);
+    text += sized_line(n++, size);
+  }
+  testing::write(t / "a.jsonl", text + "{\"step\":99999,\"cu");
+  REQUIRE(text.size() >= StepLogReader::k_read_ahead_min);
+  const auto plain = read_all(t / "a.jsonl");
+  REQUIRE(plain.size() == static_cast<size_t>(n));
+  for (long limit : {-1L, 0L, 700L}) {
+    CAPTURE(limit);
+    StepLogReader r(t / "a.jsonl", true);
+    r.digest_lines(limit);
+    std::string_view line;
+    for (size_t i = 0; i < plain.size(); ++i) {
+      CAPTURE(i);
+      if (i % 3 == 1) { // taken in place, as diff takes B's line when it is A's
+        CHECK_FALSE(r.next_if(plain[i] + "x"));
+        REQUIRE(r.next_if(plain[i]));
+      } else {
+        REQUIRE(r.next(line));
+        REQUIRE(line == plain[i]);
+      }
+    }
+    CHECK_FALSE(r.next(line));
+    CHECK(r.partial_tail() == 17); // {"step":99999,"cu
+    CHECK(r.offset() == text.size());
+    CHECK(r.digest_complete());
+    const long covered = limit < 0 ? n : limit;
+    size_t end = 0;
+    for (long i = 0; i < covered; ++i) {
+      end = text.find('\n', end) + 1;
+    }
+    CHECK(r.digested() == covered);
+    CHECK(r.digest_value() == xxh3_64(text.data(), end));
+  }
+  // Stopped halfway: the thread is stopped with it.
+  StepLogReader r(t / "a.jsonl", true);
+  std::string_view line;
+  REQUIRE(r.next(line));
+}

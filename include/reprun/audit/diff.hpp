@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,6 +22,9 @@ struct DiffOptions {
   std::vector<std::string> ignore_meta; // key prefixes the user chose to ignore
   std::vector<std::string> varied;      // key prefixes `check --vary` changed on purpose
   bool tolerance() const { return rtol || atol || max_ulps; }
+  // Called about every 65,536 step records while both logs are read, with the bytes read so far
+  // and the two logs' size (for a progress line; the diff itself never prints). Empty: not called.
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 // One manifest field that differs.

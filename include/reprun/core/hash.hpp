@@ -1,6 +1,6 @@
 // Hashing: SHA-256 (OpenSSL EVP) for content fingerprints and checkpoints, XXH3-64 for the fast
-// per-step checksums. Only src/core/sha256.cpp includes OpenSSL; XXH3 is compiled twice from its
-// header (generic and AVX2) and chosen at run time; both give the same digest.
+// per-step checksums. Only src/core/sha256.cpp includes OpenSSL; XXH3 is compiled three times from
+// its header (generic, AVX2, AVX-512) and chosen at run time; all give the same digest.
 #pragma once
 
 #include <cstdint>
@@ -57,7 +57,7 @@ private:
   void* m_state; // XXH3_state_t
 };
 
-// Which XXH3 implementation runs here ("avx2" or "sse2").
+// Which XXH3 implementation runs here ("avx512", "avx2" or "sse2").
 const char* xxh3_impl();
 
 } // namespace reprun

@@ -37,6 +37,7 @@ struct HashResult {
   uint64_t total_bytes = 0;
   long cache_hits = 0;
   long cache_misses = 0;
+  int threads = 0; // threads that hashed files: 0 when every file came from the cache
 };
 
 // Hashes PATHs. One directory: entry paths are relative to it. Otherwise each argument contributes

@@ -149,14 +149,26 @@ public:
   nlohmann::ordered_json read_summary() const;
 
   AppendLog append(RunFile log) const; // steps or evals
-  // Facts of a log as it is on disk now (a missing log has none: 0 records).
-  LogFacts log_facts(RunFile log) const;
+  // Facts of a log as it is on disk now, of its first `limit` records (all when limit < 0); a
+  // missing log has none: 0 records.
+  LogFacts log_facts(RunFile log, long limit = -1) const;
   // Checks steps.jsonl and evals.jsonl against the facts in `summary` (as read_summary returns
   // it). A summary written when its process ended (complete, interrupted, failed) must describe
   // each log exactly; one that still says "running" (the process was killed, or is still
   // writing) was written at its start, so its records must be the log's first ones. Throws Error
   // naming the damaged file and what is wrong (exit 2): a damaged run is not a divergence.
   LogCheck verify_logs(const nlohmann::ordered_json& summary) const;
+  // The part of verify_logs for a data-parallel exec's rank logs (summary.json's "rank_logs"):
+  // each held to its facts as steps.jsonl is. Nothing to do without them.
+  void verify_rank_logs(const nlohmann::ordered_json& summary) const;
+  // verify_logs in its parts, for a reader that reads a log anyway (diff digests steps.jsonl as it
+  // compares it, StepLogReader::digest_lines): the facts `summary` recorded for `log` (none in a
+  // summary older than them; throws Error naming summary.json when they are malformed), how many
+  // of the log's first records they cover (-1: all, once the run ended; a "running" run's recorded
+  // ones), and the check of the facts read, `got`, which throws verify_logs' "damaged" Error.
+  std::optional<LogFacts> recorded_facts(const nlohmann::ordered_json& summary, RunFile log) const;
+  static long facts_cover(const nlohmann::ordered_json& summary, const LogFacts& recorded);
+  void check_facts(RunFile log, const LogFacts& recorded, const LogFacts& got) const;
   // Back to the state right after checkpoint `step`: the logs keep their lines up to that step
   // (step 0, the start: steps.jsonl keeps nothing, as the step-0 line is written again).
   void truncate_logs_to(long step) const;

@@ -1,10 +1,19 @@
 // Reading step logs (steps.jsonl, and the logs external programs write for `reprun exec`).
-// StepLogReader maps the file and hands out complete lines without parsing them, so identical
-// lines can be compared as bytes first; parse_step_line() parses one line when its values matter.
-// A partial last line (a crash mid-write) is not a line: it is reported, never an error.
+// StepLogReader reads the file with read() into one reused buffer and hands out complete lines
+// without parsing them, so identical lines can be compared as bytes first; parse_step_line()
+// parses one line when its values matter. A partial last line (a crash mid-write) is not a line:
+// it is reported, never an error. The reader can digest the records it reads (XXH3-64, the
+// integrity facts of run_dir.hpp), so a log is verified by the same read that compares it.
+//
+// Why read() and not mmap: a profile of `reprun diff` on two 500 MB logs (docs/performance.md)
+// spent 2.5x the CPU time of `cat` in page faults through a fresh mapping, and 1.1x through read()
+// into a 128 KiB buffer, which also keeps the bytes in L2 for the comparison and the digest.
 #pragma once
 
+#include "reprun/core/hash.hpp"
+
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,31 +21,87 @@
 
 namespace reprun {
 
+class ReadAhead;
+
 class StepLogReader {
 public:
-  explicit StepLogReader(const std::string& path); // throws Error naming the file
+  // The read size: cat's, and small enough that a line just read is still in L2 when it is
+  // compared and digested. A longer line grows the buffer (doubling): any line comes back whole.
+  static constexpr size_t k_block = 128u << 10;
+
+  // With `read_ahead`, a log of k_read_ahead_min bytes or more is read by a thread of its own a
+  // few blocks ahead (record/read_ahead.hpp): `diff` reads two logs, and the kernel's copies of
+  // their bytes then run beside the comparison. Throws Error naming the file.
+  static constexpr uint64_t k_read_ahead_min = 1u << 20;
+  explicit StepLogReader(const std::string& path, bool read_ahead = false);
   ~StepLogReader();
   StepLogReader(const StepLogReader&) = delete;
   StepLogReader& operator=(const StepLogReader&) = delete;
 
   // Next complete line (without '\n'); false at the end. `lineno` is 1-based. The line stays
-  // valid until the next call.
+  // valid until the next call of next() or next_if().
   bool next(std::string_view& line);
+  // Takes the next line only when it is exactly `expected` (its bytes, then '\n'), checked in
+  // place without searching for its end; false, and nothing taken, otherwise (a different line,
+  // or the end). `expected` must not point into this reader's buffer.
+  bool next_if(std::string_view expected);
   long lineno() const { return m_lineno; }
-  // Bytes of an unterminated last line (0 when the file ends with '\n').
-  size_t partial_tail() const;
+  // Bytes of an unterminated last line (0 when the file ends with '\n'); known once next() has
+  // returned false.
+  size_t partial_tail() const { return m_at_end ? m_end - m_pos : 0; }
   // Counts the remaining complete lines without returning them.
   long count_remaining();
   const std::string& path() const { return m_path; }
+  // Bytes consumed so far (complete lines with their '\n') and the file's size when opened: for
+  // progress reports.
+  uint64_t offset() const { return m_base + m_pos; }
+  uint64_t size() const { return m_size; }
+
+  // From now on (before the first line is read) the first `limit` complete lines are digested
+  // as they are read, each with its '\n' (all of them when limit < 0): digested() and
+  // digest_value() are the log's integrity facts once digest_complete().
+  void digest_lines(long limit);
+  bool digest_complete() const { return m_eof || (m_limit >= 0 && m_lineno >= m_limit); }
+  long digested() const { return m_limit >= 0 && m_lineno > m_limit ? m_limit : m_lineno; }
+  uint64_t digest_value();
 
 private:
+  bool fill();            // more bytes after m_end; false at the end of the file
+  void take(size_t end);  // the line [m_pos, end) and its '\n' are consumed
+  void digest_upto(size_t end);
+
   std::string m_path;
-  const char* m_data = nullptr;
-  size_t m_size = 0;
-  size_t m_pos = 0;
-  size_t m_released = 0; // pages before this offset were given back (madvise)
+  int m_fd = -1;
+  uint64_t m_size = 0;
+  struct FreeAligned {
+    void operator()(char* p) const;
+  };
+  using Buffer = std::unique_ptr<char[], FreeAligned>;
+  static Buffer allocate(size_t size);
+
+  bool fill_ahead();      // fill() from the read-ahead thread's next block
+
+  Buffer m_buf; // page-aligned: read() copies into it a tenth faster than 16 bytes off
+  size_t m_cap = 0;
+  bool m_want_ahead = false;          // read ahead, from the first fill()
+  std::unique_ptr<ReadAhead> m_ahead; // the read-ahead thread, once started
+  bool m_thread_digests = false;      // it digests the lines (all of them), not this reader
+  int m_slot = -1;  // the ring's block m_data is in (-1: m_buf or m_spill)
+  Buffer m_spill;   // read ahead: a line longer than a block's headroom, with the block after it
+  char* m_data = nullptr; // the bytes being read: m_buf, a block of the ring, or m_spill
+  size_t m_pos = 0;      // start of the next line in m_data
+  size_t m_end = 0;      // end of the bytes in m_data
+  size_t m_scanned = 0;  // no '\n' in [m_pos, m_scanned): a long line is not searched again
+  uint64_t m_base = 0;   // file offset of m_data[0]
+  bool m_eof = false;    // read() returned 0
+  bool m_at_end = false; // next() returned false: what is left in m_buf is a partial line
   long m_lineno = 0;
-  bool m_mapped = false;
+  // Digest: off (m_digesting false), or on until line m_limit (-1: to the end), of the bytes
+  // [m_digested, m_pos) not yet added.
+  bool m_digesting = false;
+  long m_limit = -1;
+  size_t m_digested = 0;
+  Xxh3Stream m_digest;
 };
 
 struct TensorValue {

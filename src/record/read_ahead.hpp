@@ -1,0 +1,69 @@
+// ReadAhead: a thread that read()s a file into a ring of blocks ahead of the one reading its
+// lines (StepLogReader, for `reprun diff`), so that the kernel's copy of the bytes, half of a
+// diff's time, runs beside the comparison on another core, and with it, when asked, the XXH3
+// digest of every complete line (the integrity facts of a finished run's log). Lines and errors
+// stay with the reader, in file order. Private to src/record/.
+#pragma once
+
+#include <array>
+#include "reprun/core/hash.hpp"
+
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace reprun {
+
+class ReadAhead {
+public:
+  // Each block: k_headroom free bytes, then up to k_block bytes of the file. The headroom is the
+  // reader's, to put the start of a line that the block goes on with right before it.
+  static constexpr size_t k_headroom = 64u << 10;
+  static constexpr size_t k_block = 128u << 10;
+  static constexpr size_t k_slots = 8;
+
+  // Reads `fd` (not closed here) from its current offset; with `digest`, also digests every
+  // complete line it reads (all bytes up to the file's last '\n'). Throws std::system_error when
+  // no thread can be started.
+  ReadAhead(int fd, std::string path, bool digest);
+  ~ReadAhead(); // stops the thread, even mid-file
+  ReadAhead(const ReadAhead&) = delete;
+  ReadAhead& operator=(const ReadAhead&) = delete;
+
+  struct Block {
+    char* data = nullptr; // the slot: headroom, then `size` bytes of the file
+    size_t size = 0;      // 0: the end of the file
+    int slot = -1;
+  };
+  // The next block in file order, the caller's until release(); waits for it. Throws Error naming
+  // the file when reading failed there.
+  Block take();
+  void release(int slot);
+  // With `digest`: the XXH3-64 of the file's complete lines, once take() has returned its end.
+  uint64_t digest();
+
+private:
+  void run();
+  void digest_block(const char* p, size_t n); // on the thread: the complete lines, in order
+
+  int m_fd;
+  std::string m_path;
+  std::vector<char*> m_slots;
+  std::mutex m_mutex;
+  std::condition_variable m_wake_reader, m_wake_taker;
+  std::vector<int> m_free;             // slots the thread may fill
+  std::array<std::pair<int, size_t>, k_slots> m_filled; // a ring, in file order: slot, bytes
+  size_t m_head = 0, m_count = 0;
+  bool m_done = false, m_stop = false;
+  bool m_reader_waits = false, m_taker_waits = false;
+  int m_errno = 0;
+  bool m_digesting;
+  Xxh3Stream m_digest;   // the thread's until m_done
+  std::string m_pending; // the thread's: bytes after the last '\n' read so far
+  std::thread m_thread; // last: started once the rest is built
+};
+
+} // namespace reprun
