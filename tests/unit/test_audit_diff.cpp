@@ -838,3 +838,83 @@ TEST_CASE("localize: every trace entry name, and a replay that did not part") {
   replay.divergence.trace_phase.clear();
   CHECK_FALSE(localize(original, replay, 8, 1).found);
 }
+
+namespace {
+
+// A data-parallel exec's run directory: rank r's log is logs[r] (rank 0's the run's steps.jsonl).
+std::string make_ranked_run(const testing::TempDir& t, const std::string& name, const std::vector<std::string>& logs) {
+  RunDir run = RunDir::create(t / name);
+  ojson listed = ojson::object();
+  listed["0"] = "steps.jsonl";
+  testing::write(run.file(RunFile::steps), logs[0]);
+  RunSummary s;
+  s.status = "complete";
+  s.steps_log = run.log_facts(RunFile::steps);
+  for (size_t r = 1; r < logs.size(); ++r) {
+    const RunDir rank = run.rank(static_cast<int>(r));
+    testing::write(rank.file(RunFile::steps), logs[r]);
+    listed[std::to_string(r)] = "ranks/" + std::to_string(r) + "/steps.jsonl";
+    s.rank_logs[static_cast<int>(r)] = rank.log_facts(RunFile::steps);
+  }
+  run.write_manifest(ojson{{"format", k_run_format},
+                           {"kind", "exec"},
+                           {"created", name},
+                           {"ranks", {{"world_size", logs.size()}, {"logs", listed}}}});
+  run.write_summary(s);
+  return run.path();
+}
+
+// Rank r's log: its own losses (r shifts them), the same parameters on every rank.
+std::string rank_log(int r, long steps, long differs_from = -1, bool loss_too = true) {
+  std::string s;
+  for (long i = 1; i <= steps; ++i) {
+    const bool d = differs_from > 0 && i >= differs_from;
+    s += line(i, 1.0 / static_cast<double>(i + r) + (d && loss_too ? 1e-3 : 0.0), "b", d ? "w2" : "w1");
+  }
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("diff of data-parallel runs: each rank against the same rank, the root named by its loss") {
+  testing::TempDir t;
+  const std::string a = make_ranked_run(t, "a", {rank_log(0, 4), rank_log(1, 4), rank_log(2, 4)});
+  SUBCASE("identical on every rank") {
+    const DiffResult r = diff_runs(a, make_ranked_run(t, "b", {rank_log(0, 4), rank_log(1, 4), rank_log(2, 4)}), {});
+    CHECK(r.identical);
+    CHECK(r.ranks.size() == 3);
+    CHECK(r.steps_compared == 12);
+    CHECK(r.verdict == "IDENTICAL: 12 step records bitwise identical on 3 ranks, metadata matches");
+  }
+  SUBCASE("every rank's parameters differ from step 3, only rank 2's loss: rank 2 is the root") {
+    const DiffResult r = diff_runs(
+        a, make_ranked_run(t, "b", {rank_log(0, 4, 3, false), rank_log(1, 4, 3, false), rank_log(2, 4, 3)}), {});
+    CHECK_FALSE(r.identical);
+    CHECK(r.divergence.step == 3);
+    CHECK(r.divergence.rank == 2);
+    CHECK(r.verdict == "DIFFERENT: runs part at step 3 on rank 2 (computation)");
+    REQUIRE(r.ranks.size() == 3);
+    CHECK_FALSE(r.ranks[0].loss_differs);
+    CHECK(r.ranks[2].loss_differs);
+  }
+  SUBCASE("no loss differs: the lowest rank whose log differs") {
+    const DiffResult r =
+        diff_runs(a, make_ranked_run(t, "b", {rank_log(0, 4), rank_log(1, 4, 2, false), rank_log(2, 4, 2, false)}), {});
+    CHECK(r.divergence.step == 2);
+    CHECK(r.divergence.rank == 1);
+  }
+  SUBCASE("another world size is one counted difference, and the logs are not compared") {
+    const DiffResult r = diff_runs(a, make_ranked_run(t, "b", {rank_log(0, 4), rank_log(1, 4)}), {});
+    CHECK_FALSE(r.identical);
+    const MetaDelta* ws = delta(r.meta, "ranks.world_size");
+    REQUIRE(ws != nullptr);
+    CHECK(ws->category == "distributed");
+    CHECK(r.material_meta_count() == 1); // the world size; the logs follow it
+    CHECK(r.verdict == "DIFFERENT: world sizes differ (3 -> 2), step logs not compared; 1 metadata field differs");
+  }
+  SUBCASE("a damaged rank log is an error naming it") {
+    const std::string b = make_ranked_run(t, "b", {rank_log(0, 4), rank_log(1, 4), rank_log(2, 4)});
+    testing::write(b + "/ranks/2/steps.jsonl", rank_log(2, 4, 4));
+    CHECK_THROWS_WITH_AS(diff_runs(a, b, {}), doctest::Contains("ranks/2/steps.jsonl: damaged"), Error);
+  }
+}
