@@ -2,6 +2,8 @@
 // differ, classify the first divergence, and follow how the gap grows.
 #include "reprun/audit/diff.hpp"
 
+#include "audit/diff_verdict.hpp"
+
 #include "reprun/audit/cause.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/core/hash.hpp"
@@ -20,94 +22,6 @@
 namespace reprun {
 
 namespace fs = std::filesystem;
-
-uint64_t ulp_distance(double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) {
-    return std::numeric_limits<uint64_t>::max();
-  }
-  auto ordered = [](double x) {
-    int64_t i;
-    std::memcpy(&i, &x, sizeof(i));
-    // Map the sign-magnitude bit pattern onto a monotonic integer line (+0 and -0 both to 0).
-    return i < 0 ? -(i & std::numeric_limits<int64_t>::max()) : i;
-  };
-  int64_t ia = ordered(a), ib = ordered(b);
-  return ia > ib ? static_cast<uint64_t>(ia) - static_cast<uint64_t>(ib)
-                 : static_cast<uint64_t>(ib) - static_cast<uint64_t>(ia);
-}
-
-FloatFormat float_format_named(const std::string& dtype) {
-  std::string n = dtype.rfind("torch.", 0) == 0 ? dtype.substr(6) : dtype;
-  if (n == "float32" || n == "float") {
-    return FloatFormat::float32;
-  }
-  if (n == "float16" || n == "half") {
-    return FloatFormat::float16;
-  }
-  return n == "bfloat16" ? FloatFormat::bfloat16 : FloatFormat::float64;
-}
-
-const char* float_format_name(FloatFormat f) {
-  switch (f) {
-  case FloatFormat::float32: return "float32";
-  case FloatFormat::float16: return "float16";
-  case FloatFormat::bfloat16: return "bfloat16";
-  case FloatFormat::float64: break;
-  }
-  return "float64";
-}
-
-namespace {
-
-// The position of a non-negative value on the line of format (p significand bits, smallest normal
-// exponent emin): consecutive values of the format are consecutive integers. False when v is not a
-// finite value of the format. frexp and ldexp are exact.
-bool format_position(double v, int p, int emin, double& pos) {
-  if (!std::isfinite(v)) {
-    return false;
-  }
-  int e = 0;
-  const double f = std::frexp(v, &e); // v = f * 2^e, f in [0.5, 1)
-  if (v == 0 || e - 1 < emin) {
-    pos = std::ldexp(v, p - 1 - emin); // subnormal spacing 2^(emin - p + 1)
-    return pos == std::floor(pos);
-  }
-  const double m = std::ldexp(f, p); // the significand as an integer of p bits when v is of the format
-  if (m != std::floor(m)) {
-    return false;
-  }
-  pos = static_cast<double>(e - emin - 1) * std::ldexp(1.0, p - 1) + m;
-  return true;
-}
-
-} // namespace
-
-uint64_t ulp_distance(double a, double b, FloatFormat f) {
-  int p = 53, emin = -1022;
-  switch (f) {
-  case FloatFormat::float32: p = 24, emin = -126; break;
-  case FloatFormat::float16: p = 11, emin = -14; break;
-  case FloatFormat::bfloat16: p = 8, emin = -126; break;
-  case FloatFormat::float64: return ulp_distance(a, b);
-  }
-  double pa = 0, pb = 0;
-  if (std::isnan(a) || std::isnan(b) || !format_position(std::fabs(a), p, emin, pa) ||
-      !format_position(std::fabs(b), p, emin, pb)) {
-    return ulp_distance(a, b); // not values of that format (or NaN): counted in float64
-  }
-  const double d = (std::signbit(a) ? -pa : pa) - (std::signbit(b) ? -pb : pb);
-  return static_cast<uint64_t>(std::fabs(d));
-}
-
-FloatFormat loss_format(const nlohmann::ordered_json& ma, const nlohmann::ordered_json& mb) {
-  auto of = [](const nlohmann::ordered_json& m) {
-    const nlohmann::ordered_json::json_pointer p("/framework/loss_dtype");
-    return m.is_object() && m.contains(p) && m.at(p).is_string() ? float_format_named(m.at(p).get<std::string>())
-                                                                 : FloatFormat::float64;
-  };
-  const FloatFormat a = of(ma);
-  return a == of(mb) ? a : FloatFormat::float64;
-}
 
 const char* divergence_kind_name(DivergenceKind k) {
   // In the order of enum class DivergenceKind.
@@ -710,98 +624,6 @@ private:
   bool m_have_last = false;
   OneSided m_one;
 };
-
-std::string plural_fields(long n) {
-  return fmt::format("{} metadata field{} differ{}", n, n == 1 ? "" : "s", n == 1 ? "s" : "");
-}
-
-// Two exec runs whose step logs are both empty (no step log, or one with no records): what was
-// compared instead, "no step log; outputs compared: exit code, stdout, 2 artifacts"; "" otherwise.
-std::string outputs_compared(const DiffResult& r) {
-  if (!r.a.is_run_dir || !r.b.is_run_dir || r.a.lines != 0 || r.b.lines != 0) {
-    return "";
-  }
-  const auto& ma = r.a.manifest;
-  if (!ma.is_object() || !ma.contains("outputs") || !ma["outputs"].is_object()) {
-    return "";
-  }
-  const auto& out = ma["outputs"];
-  const size_t artifacts = out.contains("artifacts") && out["artifacts"].is_array() ? out["artifacts"].size() : 0;
-  const bool has_log = ma.contains("program") && ma["program"].is_object() && ma["program"].contains("step_log") &&
-                       ma["program"]["step_log"] != "none";
-  std::string s = fmt::format("{}; outputs compared: exit code, stdout", has_log ? "empty step log" : "no step log");
-  if (artifacts > 0) {
-    s += fmt::format(", {} artifact{}", artifacts, artifacts == 1 ? "" : "s");
-  }
-  return s;
-}
-
-// Which outputs differ ("stdout, artifacts"), from the material deltas under outputs.
-std::string outputs_differing(const DiffResult& r) {
-  std::vector<std::string> names;
-  for (const auto& m : r.meta) {
-    if (m.kind != MetaDelta::Kind::material || m.key.rfind("outputs.", 0) != 0) {
-      continue;
-    }
-    const std::string k = m.key.substr(8);
-    const std::string name = k.rfind("exit_code", 0) == 0 ? "exit code" : k.rfind("stdout", 0) == 0 ? "stdout" : "artifacts";
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
-      names.push_back(name);
-    }
-  }
-  std::string s;
-  for (const auto& n : names) {
-    s += (s.empty() ? "" : ", ") + n;
-  }
-  return s;
-}
-
-// Both runs are data-parallel programs of other world sizes.
-bool world_sizes_differ(const DiffResult& r) {
-  return r.a.world_size > 0 && r.b.world_size > 0 && r.a.world_size != r.b.world_size;
-}
-
-void set_verdict(DiffResult& r, const DiffOptions& opt, bool one_sided) {
-  const Divergence& d = r.divergence;
-  const long material = r.material_meta_count();
-  r.identical = !d.found && material == 0;
-  const bool sizes_differ = world_sizes_differ(r);
-  if (const std::string outputs = outputs_compared(r); !outputs.empty() && !d.found && !sizes_differ) {
-    // No step records on either side: never "0 step records identical".
-    if (r.identical) {
-      r.verdict = fmt::format("IDENTICAL: {} identical, metadata matches", outputs);
-    } else if (const std::string differ = outputs_differing(r); !differ.empty()) {
-      r.verdict = fmt::format("DIFFERENT: {}; differing: {}; {}", outputs, differ, plural_fields(material));
-    } else {
-      r.verdict = fmt::format("DIFFERENT: {} identical, but {}", outputs, plural_fields(material));
-    }
-    return;
-  }
-  if (r.identical) {
-    r.verdict = fmt::format("IDENTICAL: {} step records {}{}{}", r.steps_compared,
-                            opt.tolerance() ? "match within tolerance" : "bitwise identical",
-                            r.ranks.empty() ? "" : fmt::format(" on {} ranks", r.ranks.size()),
-                            one_sided ? " in what both recorded (see notes)" : "");
-    if (r.a.is_run_dir && r.b.is_run_dir) {
-      r.verdict += ", metadata matches";
-    }
-  } else if (d.found) {
-    if (d.kind == DivergenceKind::ended_early) {
-      r.verdict = fmt::format("DIFFERENT: run ended early ({})", d.detail.substr(0, d.detail.find(';')));
-    } else {
-      r.verdict = fmt::format("DIFFERENT: runs part at step {}{} ({})", d.step,
-                              r.ranks.empty() ? "" : fmt::format(" on rank {}", d.rank), d.classification());
-    }
-    if (material > 0) {
-      r.verdict += "; " + plural_fields(material);
-    }
-  } else if (sizes_differ) {
-    r.verdict = fmt::format("DIFFERENT: world sizes differ ({} -> {}), step logs not compared; {}", r.a.world_size,
-                            r.b.world_size, plural_fields(material));
-  } else {
-    r.verdict = "DIFFERENT: step records identical, but " + plural_fields(material);
-  }
-}
 
 // A data-parallel exec: every rank's log against the same rank's log of the other run. The
 // divergence reported is the root rank's: at the first step where any rank's log differs, the
