@@ -188,10 +188,29 @@ private:
   FloatFormat m_loss; // the losses' format: their ULPs are counted in it
 };
 
+// How many leading bytes of a and b (n each) are equal: memcmp a page at a time, then the page
+// that differs byte by byte.
+size_t common_prefix(const char* a, const char* b, size_t n) {
+  constexpr size_t k_chunk = 4096;
+  size_t i = 0;
+  while (i < n) {
+    const size_t k = std::min(k_chunk, n - i);
+    if (std::memcmp(a + i, b + i, k) != 0) {
+      while (a[i] == b[i]) {
+        ++i;
+      }
+      return i;
+    }
+    i += k;
+  }
+  return n;
+}
+
 // Step number of a line, checking that steps strictly increase.
-long checked_step(std::string_view line, const StepLogReader& r, long& prev) {
-  long s = quick_step(line);
-  if (s < 0 || line.empty() || line.back() != '}') {
+// `known`: the step a read-ahead thread found (-1: none).
+long checked_step(std::string_view line, const StepLogReader& r, long& prev, long known = -1) {
+  long s = known >= 0 ? known : r.taken_step(); // found in a line ending in '}'
+  if (s < 0 && ((s = quick_step(line)) < 0 || line.empty() || line.back() != '}')) {
     s = parse_step_line(line, r.path(), r.lineno()).step; // throws with file:line when invalid
   }
   if (s <= prev) {
@@ -202,11 +221,12 @@ long checked_step(std::string_view line, const StepLogReader& r, long& prev) {
   return s;
 }
 
-bool line_loss(std::string_view line, const std::string& path, long lineno, double& loss) {
-  if (quick_loss(line, loss)) {
+// The loss of the line `r` took last: as its read-ahead thread found it, else parsed here.
+bool line_loss(std::string_view line, const StepLogReader& r, double& loss) {
+  if (r.taken_loss(loss) || quick_loss(line, loss)) {
     return true;
   }
-  ParsedStep p = parse_step_line(line, path, lineno);
+  ParsedStep p = parse_step_line(line, r.path(), r.lineno());
   loss = p.loss;
   return p.has_loss;
 }
@@ -397,14 +417,20 @@ public:
       if ((m_ra.lineno() & k_progress_lines) == 0 && m_opt.progress) {
         m_opt.progress(m_ra.offset() + m_rb.offset(), m_ra.size() + m_rb.size());
       }
+      if (!m_r.divergence.found) {
+        take_equal_run();
+      }
       ha = m_ra.next(la);
       if (!ha) {
         hb = m_rb.next(lb);
         break;
       }
-      // The common case, B's next line is A's: taken without searching B for its end.
-      equal = m_rb.next_if(la);
-      if (equal) {
+      // Before the divergence the common case is B's next line being A's: taken without searching
+      // B for its end. After it, lines mostly differ: B's next line, then the two compared.
+      if (m_r.divergence.found) {
+        hb = m_rb.next(lb);
+        equal = hb && !losses_differ(la) && la == lb;
+      } else if ((equal = m_rb.next_if(la))) {
         lb = la;
       } else {
         hb = m_rb.next(lb);
@@ -488,12 +514,75 @@ private:
     m_r.b.lines = m_rb.lineno();
   }
 
+  // Before the divergence: the lines that follow in both buffers as the same bytes, compared as
+  // one run (one memcmp, B's lines neither searched for nor compared one by one) and each checked
+  // as compare() checks an equal pair. Stops at the first byte that differs, at the end of either
+  // buffer (the line that goes on in the next block is the loop's), at a digest limit, and in
+  // tolerance mode before a line holding NaN (compared by value there).
+  // B's lines as its read-ahead thread found them, when it has one (the same bytes: the same
+  // lines and steps), else A's searched here.
+  void take_equal_run() {
+    const std::string_view a = m_ra.buffered(), b = m_rb.buffered();
+    const size_t same_bytes = common_prefix(a.data(), b.data(), std::min(a.size(), b.size()));
+    const long room = std::min(m_ra.lines_to_limit(), m_rb.lines_to_limit());
+    const StepLogReader::Known known = m_rb.known();
+    const char* p = a.data();
+    const char* const end = p + same_bytes;
+    long lines = 0;
+    while (lines < room) {
+      const char* nl = nullptr;
+      long step = -1;
+      if (known.count > 0) {
+        if (static_cast<size_t>(lines) == known.count) {
+          break;
+        }
+        const size_t at = static_cast<size_t>(known.base + known.ends[lines] - b.data());
+        if (at >= same_bytes) {
+          break;
+        }
+        nl = a.data() + at;
+        step = known.steps[lines];
+      } else if (!(nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p))))) {
+        break;
+      }
+      const std::string_view line(p, static_cast<size_t>(nl - p));
+      if (m_opt.tolerance() && line.find("NaN") != std::string_view::npos) {
+        break;
+      }
+      m_ra.take_lines(line.size() + 1, 1);
+      ++lines;
+      p = nl + 1;
+      compare(line, line, true, step);
+      if ((m_ra.lineno() & k_progress_lines) == 0 && m_opt.progress) {
+        // B's lines of this run are taken at its end: they count as read already.
+        m_opt.progress(m_ra.offset() + m_rb.offset() + static_cast<uint64_t>(p - a.data()),
+                       m_ra.size() + m_rb.size());
+      }
+    }
+    m_rb.take_lines(static_cast<size_t>(p - a.data()), lines);
+  }
+
+  // After the divergence, with B's line just taken: true when its loss, as B's read-ahead thread
+  // found it, is not A's (A's kept for follow_gap): the lines differ, told without reading B's
+  // bytes, which are in the other core's cache.
+  bool losses_differ(std::string_view la) {
+    double y = 0;
+    if (!m_rb.taken_loss(y) || !(m_have_x = quick_loss(la, m_x))) {
+      return false;
+    }
+    uint64_t bx = 0, by = 0;
+    std::memcpy(&bx, &m_x, sizeof bx);
+    std::memcpy(&by, &y, sizeof by);
+    return bx != by;
+  }
+
   // `equal`: the two lines are the same bytes.
-  void compare(std::string_view la, std::string_view lb, bool equal) {
+  // `known_step`: A's step as B's read-ahead thread found it in the same bytes (-1: none).
+  void compare(std::string_view la, std::string_view lb, bool equal, long known_step = -1) {
     ++m_r.steps_compared;
     // In tolerance mode NaN never matches, not even itself: such lines are compared by value.
     const bool same = equal && !(m_opt.tolerance() && la.find("NaN") != std::string_view::npos);
-    const long sa = checked_step(la, m_ra, m_prev_a);
+    const long sa = checked_step(la, m_ra, m_prev_a, known_step);
     const long sb = same ? sa : checked_step(lb, m_rb, m_prev_b);
     if (same) {
       m_prev_b = sa;
@@ -505,6 +594,9 @@ private:
       follow_gap(la, lb, sa, sb, same);
     } else if (!same) {
       first_divergence(la, lb, sa, sb);
+      if (m_r.divergence.found) {
+        m_rb.want_losses(); // two losses a line from now on: B's found by its read-ahead thread
+      }
     }
   }
 
@@ -538,8 +630,9 @@ private:
   void follow_gap(std::string_view la, std::string_view lb, long sa, long sb, bool same) {
     Divergence& d = m_r.divergence;
     double x = 0, y = 0;
-    const bool hx = line_loss(la, m_ra.path(), m_ra.lineno(), x);
-    const bool hy = same ? (y = x, hx) : line_loss(lb, m_rb.path(), m_rb.lineno(), y);
+    const bool hx = m_have_x ? (x = m_x, true) : line_loss(la, m_ra, x);
+    m_have_x = false;
+    const bool hy = same ? (y = x, hx) : line_loss(lb, m_rb, y);
     if (!hx || !hy || sa != sb) {
       return;
     }
@@ -622,6 +715,8 @@ private:
   long m_next_gap = 0; // next step offset (1, 10, 100, ...) to record after the divergence
   GapPoint m_last_common;
   bool m_have_last = false;
+  bool m_have_x = false; // m_x: the loss of A's line, parsed by losses_differ for follow_gap
+  double m_x = 0;
   OneSided m_one;
 };
 
@@ -661,7 +756,7 @@ void compare_ranks(DiffResult& r, const DiffOptions& opt) {
     sub.b.steps_path = ib->second;
     sub.a.lines = sub.b.lines = 0;
     sub.a.last_step = sub.b.last_step = -1;
-    StepLogReader ra(sub.a.steps_path, true), rb(sub.b.steps_path, true);
+    StepLogReader ra(sub.a.steps_path, false), rb(sub.b.steps_path, true); // as diff_runs reads them
     StepWalk walk(sub, opt, ra, rb);
     walk.run();
     for (const auto& n : sub.notes) {
@@ -729,8 +824,10 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
         }
       }
     } else {
-      // Each log read ahead by a thread of its own when it is long (StepLogReader).
-      ra.emplace(r.a.steps_path, true);
+      // A read here, B ahead by a thread of its own when it is long (StepLogReader): the kernel's
+      // copies of the two logs on both cores, and each byte of A compared and checked where it
+      // was read; B's thread finds its lines, steps and (after the divergence) losses.
+      ra.emplace(r.a.steps_path, false);
       check_a.attach(*ra);
       rb.emplace(r.b.steps_path, true);
       check_b.attach(*rb);

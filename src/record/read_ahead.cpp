@@ -2,6 +2,7 @@
 #include "read_ahead.hpp"
 
 #include "reprun/core/error.hpp"
+#include "reprun/record/steplog.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -64,8 +65,12 @@ void ReadAhead::run() {
       n = ::read(m_fd, m_slots[static_cast<size_t>(slot)] + k_headroom, k_block);
     } while (n < 0 && errno == EINTR);
     const int error = n < 0 ? errno : 0;
-    if (n > 0 && m_digesting) {
-      digest_block(m_slots[static_cast<size_t>(slot)] + k_headroom, static_cast<size_t>(n));
+    if (n > 0) {
+      const char* bytes = m_slots[static_cast<size_t>(slot)] + k_headroom;
+      if (m_digesting) {
+        digest_block(bytes, static_cast<size_t>(n));
+      }
+      index_block(m_lines[static_cast<size_t>(slot)], bytes, static_cast<size_t>(n));
     }
     bool wake = false;
     {
@@ -101,7 +106,7 @@ ReadAhead::Block ReadAhead::take() {
     const auto [slot, size] = m_filled[m_head];
     m_head = (m_head + 1) % k_slots;
     --m_count;
-    return {m_slots[static_cast<size_t>(slot)], size, slot};
+    return {m_slots[static_cast<size_t>(slot)], size, slot, &m_lines[static_cast<size_t>(slot)]};
   }
   if (m_errno != 0) {
     throw Error(m_path, std::string("cannot read: ") + std::strerror(m_errno));
@@ -122,6 +127,42 @@ void ReadAhead::digest_block(const char* p, size_t n) {
   }
   m_digest.update(p, upto);
   m_pending.assign(p + upto, n - upto);
+}
+
+void ReadAhead::index_block(LineIndex& lines, const char* p, size_t n) {
+  const bool losses = m_want_losses.load(std::memory_order_relaxed);
+  lines.ends.clear();
+  lines.steps.clear();
+  lines.losses.clear();
+  lines.has_loss.clear();
+  lines.with_losses = losses;
+  const char* start = m_at_line_start ? p : nullptr; // the line's first byte, when in this block
+  const char* const end = p + n;
+  for (const char* q = p; q < end;) {
+    const char* nl = static_cast<const char*>(std::memchr(q, '\n', static_cast<size_t>(end - q)));
+    if (!nl) {
+      break;
+    }
+    long step = -1;
+    double loss = 0;
+    bool has_loss = false;
+    if (start) {
+      const std::string_view line(start, static_cast<size_t>(nl - start));
+      step = quick_step(line);
+      if (line.empty() || line.back() != '}') {
+        step = -1; // a full parse says what is wrong with it
+      }
+      has_loss = losses && quick_loss(line, loss);
+    }
+    lines.ends.push_back(static_cast<uint32_t>(nl - p));
+    lines.steps.push_back(step);
+    if (losses) {
+      lines.losses.push_back(loss);
+      lines.has_loss.push_back(has_loss ? 1 : 0);
+    }
+    start = q = nl + 1;
+  }
+  m_at_line_start = end[-1] == '\n';
 }
 
 uint64_t ReadAhead::digest() {

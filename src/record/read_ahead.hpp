@@ -6,7 +6,10 @@
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <cstdint>
 #include "reprun/core/hash.hpp"
+#include "reprun/record/steplog.hpp"
 
 #include <condition_variable>
 #include <cstddef>
@@ -37,6 +40,7 @@ public:
     char* data = nullptr; // the slot: headroom, then `size` bytes of the file
     size_t size = 0;      // 0: the end of the file
     int slot = -1;
+    const LineIndex* lines = nullptr; // the slot's, with it until release()
   };
   // The next block in file order, the caller's until release(); waits for it. Throws Error naming
   // the file when reading failed there.
@@ -44,10 +48,14 @@ public:
   void release(int slot);
   // With `digest`: the XXH3-64 of the file's complete lines, once take() has returned its end.
   uint64_t digest();
+  // From the next block the thread reads on: the losses of its lines too (a diff after the
+  // divergence, where it reads two losses a line).
+  void want_losses() { m_want_losses.store(true, std::memory_order_relaxed); }
 
 private:
   void run();
   void digest_block(const char* p, size_t n); // on the thread: the complete lines, in order
+  void index_block(LineIndex& lines, const char* p, size_t n); // on the thread: its LineIndex
 
   int m_fd;
   std::string m_path;
@@ -63,6 +71,9 @@ private:
   bool m_digesting;
   Xxh3Stream m_digest;   // the thread's until m_done
   std::string m_pending; // the thread's: bytes after the last '\n' read so far
+  std::array<LineIndex, k_slots> m_lines;  // each slot's
+  bool m_at_line_start = true;         // the thread's: the next block starts a line
+  std::atomic<bool> m_want_losses{false};
   std::thread m_thread; // last: started once the rest is built
 };
 

@@ -131,6 +131,10 @@ bool StepLogReader::fill_ahead() {
     m_slot = b.slot;
     m_pos = ReadAhead::k_headroom - keep;
     m_end = ReadAhead::k_headroom + b.size;
+    // The kept bytes hold no '\n': every one from m_pos on is the block's, in its index.
+    m_index = b.lines;
+    m_index_base = ReadAhead::k_headroom;
+    m_cursor = 0;
   } else {
     Buffer spill = allocate(keep + b.size);
     std::memcpy(spill.get(), m_data + m_pos, keep);
@@ -139,6 +143,7 @@ bool StepLogReader::fill_ahead() {
     if (m_slot >= 0) {
       m_ahead->release(m_slot);
     }
+    m_index = nullptr; // the slot, and its index, went back to the thread
     m_spill = std::move(spill);
     m_data = m_spill.get();
     m_slot = -1;
@@ -160,6 +165,17 @@ void StepLogReader::digest_upto(size_t end) {
 }
 
 void StepLogReader::take(size_t end) {
+  if (m_index) {
+    const size_t i = m_cursor++; // the '\n' at `end` is this one: the first from m_pos on
+    m_taken_step = m_index->steps[i];
+    m_taken_has_loss = m_index->with_losses && m_index->has_loss[i] != 0;
+    if (m_taken_has_loss) {
+      m_taken_loss = m_index->losses[i];
+    }
+  } else {
+    m_taken_step = -1;
+    m_taken_has_loss = false;
+  }
   m_pos = end + 1;
   m_scanned = m_pos;
   if (++m_lineno == m_limit && m_digesting) {
@@ -168,13 +184,30 @@ void StepLogReader::take(size_t end) {
   }
 }
 
+void StepLogReader::take_lines(size_t bytes, long lines) {
+  if (lines <= 0) {
+    return;
+  }
+  m_lineno += lines - 1;
+  if (m_index) {
+    m_cursor += static_cast<size_t>(lines - 1);
+  }
+  take(m_pos + bytes - 1); // the last one: its '\n' ends the bytes, and the digest limit is met there
+}
+
 bool StepLogReader::next(std::string_view& line) {
   for (;;) {
-    const char* base = m_data;
-    const void* nl = std::memchr(base + m_scanned, '\n', m_end - m_scanned);
-    if (nl) {
-      const size_t end = static_cast<size_t>(static_cast<const char*>(nl) - base);
-      line = std::string_view(base + m_pos, end - m_pos);
+    if (m_index) {
+      // Read ahead: the thread found the '\n's, no search here.
+      if (m_cursor < m_index->ends.size()) {
+        const size_t end = m_index_base + m_index->ends[m_cursor];
+        line = std::string_view(m_data + m_pos, end - m_pos);
+        take(end);
+        return true;
+      }
+    } else if (const void* nl = std::memchr(m_data + m_scanned, '\n', m_end - m_scanned)) {
+      const size_t end = static_cast<size_t>(static_cast<const char*>(nl) - m_data);
+      line = std::string_view(m_data + m_pos, end - m_pos);
       take(end);
       return true;
     }
@@ -199,6 +232,20 @@ bool StepLogReader::next_if(std::string_view expected) {
   }
   take(m_pos + n);
   return true;
+}
+
+StepLogReader::Known StepLogReader::known() const {
+  if (!m_index) {
+    return {};
+  }
+  return {m_data + m_index_base, m_index->ends.data() + m_cursor, m_index->steps.data() + m_cursor,
+          m_index->ends.size() - m_cursor};
+}
+
+void StepLogReader::want_losses() {
+  if (m_ahead) {
+    m_ahead->want_losses();
+  }
 }
 
 long StepLogReader::count_remaining() {

@@ -9,9 +9,14 @@
 #include "testing.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 using namespace reprun;
 using ojson = nlohmann::ordered_json;
@@ -143,4 +148,125 @@ TEST_CASE("diff: long logs are read ahead and verified, with progress reported a
   edited[edited.size() - 10] = 'z';
   testing::write(t / "b/steps.jsonl", edited);
   CHECK(error_of_diff(a, b).find(t / "b/steps.jsonl: damaged: its 140000 step records do not match") == 0);
+}
+
+namespace {
+
+// Records of about `size` bytes whose losses are 1/step, in B plus `drift`*(step - part + 1) from
+// step `part` on (0: never): a pair of logs that part there and drift apart.
+std::string drifting_log(long steps, size_t size, long part, double drift) {
+  std::string text;
+  for (long s = 1; s <= steps; ++s) {
+    const double loss = 1.0 / static_cast<double>(s) + (part > 0 && s >= part ? drift * static_cast<double>(s - part + 1) : 0.0);
+    std::string head = fmt::format("{{\"step\":{},\"epoch\":0,\"loss\":{},\"batch\":\"", s, loss);
+    text += head + std::string(size - std::min(size - 4, head.size()) - 3, 'x') + "\"}\n";
+  }
+  return text;
+}
+
+// What the walk finds after the divergence, for comparing a short pair (read here) with a long one
+// (B read ahead, its lines, steps and losses found by the read-ahead thread).
+struct AfterDivergence {
+  long step, loss_from, peak_step;
+  double peak_gap;
+  std::vector<long> growth;
+  size_t series;
+};
+
+AfterDivergence after_divergence(const DiffResult& r) {
+  AfterDivergence out{r.divergence.step, r.divergence.loss_differs_from, r.peak ? r.peak->step : -1,
+                      r.peak ? r.peak->abs_diff : -1.0, {}, r.loss_series.size()};
+  for (const GapPoint& g : r.growth) {
+    out.growth.push_back(g.step);
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("diff: a log read ahead gives what one read here gives, at every block edge") {
+  testing::TempDir t;
+  const size_t block = StepLogReader::k_block;
+  const std::string log = log_of(1300, 1000); // 1.3 MB: B is read ahead (ring of 8 blocks: it wraps)
+  REQUIRE(log.size() >= StepLogReader::k_read_ahead_min);
+  const std::string a = make_run(t, "a", log);
+  // Block edges after the ring wrapped (8 and 9 blocks in), the first record and the last.
+  for (const size_t offset : {8 * block - 1, 8 * block, 8 * block + 1, 9 * block, size_t{500}, log.size() - 500}) {
+    CAPTURE(offset);
+    std::string other = log;
+    REQUIRE(other[offset] == 'x');
+    other[offset] = 'y';
+    const std::string b = make_run(t, "b", other);
+    for (const auto& [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
+      const DiffResult r = diff_runs(x, y, {});
+      CHECK(r.divergence.kind == DivergenceKind::data_order);
+      CHECK(r.divergence.step == static_cast<long>(offset / 1000) + 1);
+      CHECK(r.steps_compared == 1300);
+    }
+    std::filesystem::remove_all(t / "b");
+  }
+  CHECK(diff_runs(a, make_run(t, "same", log), {}).identical);
+
+  // Losses that drift apart from step 600 (long) or 400 (short): the peak, the growth points and
+  // the loss series come out the same whether B's losses were found ahead or parsed here. The long
+  // pair is 3 MB: most of B's blocks after the divergence are read once the losses were asked for.
+  for (const long steps : {700L, 3000L}) {
+    CAPTURE(steps);
+    const long part = steps == 700 ? 400 : 600;
+    const std::string la = drifting_log(steps, 1000, 0, 0), lb = drifting_log(steps, 1000, part, 1e-7);
+    REQUIRE((la.size() >= StepLogReader::k_read_ahead_min) == (steps == 3000));
+    const std::string da = make_run(t, "da", la), db = make_run(t, "db", lb);
+    const AfterDivergence got = after_divergence(diff_runs(da, db, {}));
+    CHECK(got.step == part);
+    CHECK(got.loss_from == part);
+    CHECK(got.peak_step == steps);
+    const double last = 1.0 / static_cast<double>(steps);
+    CHECK(got.peak_gap == std::fabs(last - (last + 1e-7 * static_cast<double>(steps - part + 1))));
+    std::vector<long> growth{part, part + 1, part + 10, part + 100};
+    if (part + 1000 < steps) {
+      growth.push_back(part + 1000);
+    }
+    growth.push_back(steps);
+    CHECK(got.growth == growth);
+    CHECK(got.series == static_cast<size_t>(steps));
+    // B read here and A ahead: the same, with the gap's sign the other way.
+    const AfterDivergence back = after_divergence(diff_runs(db, da, {}));
+    CHECK(back.peak_step == got.peak_step);
+    CHECK(back.peak_gap == got.peak_gap);
+    CHECK(back.growth == got.growth);
+    std::filesystem::remove_all(t / "da");
+    std::filesystem::remove_all(t / "db");
+  }
+}
+
+TEST_CASE("diff: a log read ahead: a running run's recorded count, damage in it, NaN under a tolerance") {
+  testing::TempDir t;
+  const std::string log = log_of(1300, 1000);
+  const std::string a = make_run(t, "a", log);
+  // A running run's summary covers its first 3 records: the digest stops there, inside the first
+  // run of equal lines.
+  const DiffResult r = diff_runs(a, make_run(t, "r", log, log, "running"), {});
+  CHECK_FALSE(r.divergence.found);
+  CHECK(r.steps_compared == 1300);
+  std::string early = log;
+  early[1500] = 'y'; // step 2's batch
+  CHECK(error_of_diff(a, make_run(t, "e", early, log, "running"))
+            .find(t / "e/steps.jsonl: damaged: its 3 step records do not match") == 0);
+  CHECK(error_of_diff(make_run(t, "e2", early, log, "running"), a)
+            .find(t / "e2/steps.jsonl: damaged: its 3 step records do not match") == 0);
+
+  // In tolerance mode NaN matches nothing, not even itself: the same NaN line in both logs, deep
+  // in a run of equal lines, is where they part.
+  std::string with_nan = log;
+  const size_t at = with_nan.find("{\"step\":1111,");
+  with_nan.replace(with_nan.find("0.25", at), 4, "\"NaN\"");
+  with_nan.erase(with_nan.find('"', with_nan.find("\"batch\":\"", at) + 9) - 1, 1); // the record's size kept
+  const std::string na = make_run(t, "na", with_nan), nb = make_run(t, "nb", with_nan);
+  CHECK(diff_runs(na, nb, {}).identical);
+  DiffOptions tol;
+  tol.rtol = 1e-6;
+  const DiffResult rt = diff_runs(na, nb, tol);
+  CHECK(rt.divergence.found);
+  CHECK(rt.divergence.step == 1111);
+  CHECK(rt.steps_compared == 1300);
 }

@@ -13,6 +13,7 @@
 #include "reprun/core/hash.hpp"
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,6 +23,18 @@
 namespace reprun {
 
 class ReadAhead;
+
+// What a read-ahead thread found in a block of a log, so that the reader does not search those
+// bytes again on its own core: where each '\n' is, and the step (and, once asked, the loss) of
+// each line that starts in the block, as quick_step and quick_loss give them.
+struct LineIndex {
+  std::vector<uint32_t> ends;    // each '\n', from the block's first byte
+  std::vector<long> steps;       // of the line each ends; -1: not known (begun in an earlier
+                                 // block, or not reprun's layout: the reader parses it)
+  bool with_losses = false;      // losses and has_loss were filled
+  std::vector<double> losses;    // of the line each ends, where has_loss
+  std::vector<uint8_t> has_loss; // 0: not known (the reader parses the line)
+};
 
 class StepLogReader {
 public:
@@ -46,6 +59,34 @@ public:
   // or the end). `expected` must not point into this reader's buffer.
   bool next_if(std::string_view expected);
   long lineno() const { return m_lineno; }
+  // The bytes read and not taken yet: complete lines, then maybe the start of one. Valid until
+  // the next call of next(), next_if() or take_lines().
+  std::string_view buffered() const { return {m_data + m_pos, m_end - m_pos}; }
+  // Takes the first `lines` lines of buffered(), `bytes` in all with their '\n's, as that many
+  // next() calls would (the caller found them); never more than lines_to_limit().
+  void take_lines(size_t bytes, long lines);
+  // The lines at the start of buffered() that a read-ahead thread already found: the '\n' of
+  // the i-th is at base + ends[i], its step steps[i] (-1: not known). count 0 without one.
+  struct Known {
+    const char* base = nullptr;
+    const uint32_t* ends = nullptr;
+    const long* steps = nullptr;
+    size_t count = 0;
+  };
+  Known known() const;
+  // What the read-ahead thread found of the line the last next() or next_if() took: its step
+  // (-1: not known) and its loss (false: not known; quick_loss of the line says).
+  long taken_step() const { return m_taken_step; }
+  bool taken_loss(double& loss) const {
+    loss = m_taken_loss;
+    return m_taken_has_loss;
+  }
+  // From now on the read-ahead thread also finds the losses of the lines (see taken_loss).
+  void want_losses();
+  // How many lines may be taken at once before the last one digest_lines() asked for.
+  long lines_to_limit() const {
+    return m_digesting && m_limit >= 0 ? m_limit - m_lineno : std::numeric_limits<long>::max();
+  }
   // Bytes of an unterminated last line (0 when the file ends with '\n'); known once next() has
   // returned false.
   size_t partial_tail() const { return m_at_end ? m_end - m_pos : 0; }
@@ -88,6 +129,12 @@ private:
   bool m_thread_digests = false;      // it digests the lines (all of them), not this reader
   int m_slot = -1;  // the ring's block m_data is in (-1: m_buf or m_spill)
   Buffer m_spill;   // read ahead: a line longer than a block's headroom, with the block after it
+  const LineIndex* m_index = nullptr; // read ahead: the block's lines, as the thread found them
+  size_t m_index_base = 0;            // where the block starts in m_data
+  size_t m_cursor = 0;                // m_index's next '\n' not taken
+  long m_taken_step = -1;
+  bool m_taken_has_loss = false;
+  double m_taken_loss = 0;
   char* m_data = nullptr; // the bytes being read: m_buf, a block of the ring, or m_spill
   size_t m_pos = 0;      // start of the next line in m_data
   size_t m_end = 0;      // end of the bytes in m_data
