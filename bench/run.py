@@ -403,6 +403,9 @@ def time_diff_against_cat(a, b, reps):
     """Median seconds of `reprun diff A B` and of `cat` of both step logs, interleaved, and the diff's
     peak resident memory (MB), its exit status checked: 0 for identical runs, 1 for runs that part."""
     logs = [os.path.join(a, "steps.jsonl"), os.path.join(b, "steps.jsonl")]
+    # The logs were just written: their pages go to disk first, so that the kernel's writeback does
+    # not take a core from the two-threaded diff (and less from the one-threaded cat) while timed.
+    os.sync()
     secs, cat, rss = [], [], []
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -421,11 +424,14 @@ def time_diff_against_cat(a, b, reps):
 def progress_on_terminal(a, b):
     """True when `reprun diff` of a pair that takes over a second writes its progress line to a
     terminal (stderr a pty here), and nothing of it where stderr is a pipe; None when the diff took
-    under 1.2 s, too short to say (the line shows after a second, at a 65,536-line mark)."""
+    under 1.2 s, too short to say (the line shows after a second, at a 65,536-line mark). The diff
+    runs on one core (taskset, where there is one), as on a busy machine: on two the 10M pair takes
+    about half a second."""
     import pty
     master, slave = pty.openpty()
+    one_core = ["taskset", "-c", "0"] if shutil.which("taskset") else []
     t0 = time.perf_counter()
-    p = subprocess.Popen([REPRUN, "diff", a, b], stdout=subprocess.DEVNULL, stderr=slave)
+    p = subprocess.Popen(one_core + [REPRUN, "diff", a, b], stdout=subprocess.DEVNULL, stderr=slave)
     os.close(slave)
     seen = b""
     while True:
@@ -464,11 +470,11 @@ def bench_diff(work, results):
         shutil.copytree(a, b)
         reps = REPS if steps <= 1_000_000 else max(1, min(REPS, 3))
         out[f"{steps}_identical"] = time_diff_against_cat(a, b, reps)
-        if steps > 1_000_000:
-            out["progress_line_on_terminal"] = progress_on_terminal(a, b)
         shutil.rmtree(b)
         long_run(template, b, steps, part_at=steps // 2)
         out[f"{steps}_parting"] = time_diff_against_cat(a, b, reps)
+        if steps > 1_000_000:
+            out["progress_line_on_terminal"] = progress_on_terminal(a, b)
         shutil.rmtree(a)
         shutil.rmtree(b)
     results["diff"] = out

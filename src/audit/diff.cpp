@@ -413,7 +413,7 @@ public:
     skip_unmatched_start(ha, la, hb, lb);
     bool equal = ha && hb && la == lb;
     while (ha && hb) {
-      compare(la, lb, equal);
+      compare(la, lb, equal, m_have_x ? m_step_x : -1); // A's step, when losses_differ parsed it
       if ((m_ra.lineno() & k_progress_lines) == 0 && m_opt.progress) {
         m_opt.progress(m_ra.offset() + m_rb.offset(), m_ra.size() + m_rb.size());
       }
@@ -536,12 +536,13 @@ private:
         if (static_cast<size_t>(lines) == known.count) {
           break;
         }
-        const size_t at = static_cast<size_t>(known.base + known.ends[lines] - b.data());
+        const LineIndex::Line& l = known.lines[lines];
+        const size_t at = static_cast<size_t>(known.base + l.end - b.data());
         if (at >= same_bytes) {
           break;
         }
         nl = a.data() + at;
-        step = known.steps[lines];
+        step = l.step;
       } else if (!(nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p))))) {
         break;
       }
@@ -567,7 +568,12 @@ private:
   // bytes, which are in the other core's cache.
   bool losses_differ(std::string_view la) {
     double y = 0;
-    if (!m_rb.taken_loss(y) || !(m_have_x = quick_loss(la, m_x))) {
+    if (!m_rb.taken_loss(y)) {
+      return false;
+    }
+    m_step_x = -1;
+    m_have_x = quick_step_loss(la, m_step_x, m_x) || quick_loss(la, m_x);
+    if (!m_have_x) {
       return false;
     }
     uint64_t bx = 0, by = 0;
@@ -717,6 +723,7 @@ private:
   bool m_have_last = false;
   bool m_have_x = false; // m_x: the loss of A's line, parsed by losses_differ for follow_gap
   double m_x = 0;
+  long m_step_x = -1;     // and its step, when it was parsed with it (-1: not)
   OneSided m_one;
 };
 

@@ -129,13 +129,9 @@ void ReadAhead::digest_block(const char* p, size_t n) {
   m_pending.assign(p + upto, n - upto);
 }
 
-void ReadAhead::index_block(LineIndex& lines, const char* p, size_t n) {
+void ReadAhead::index_block(LineIndex& index, const char* p, size_t n) {
   const bool losses = m_want_losses.load(std::memory_order_relaxed);
-  lines.ends.clear();
-  lines.steps.clear();
-  lines.losses.clear();
-  lines.has_loss.clear();
-  lines.with_losses = losses;
+  index.lines.clear();
   const char* start = m_at_line_start ? p : nullptr; // the line's first byte, when in this block
   const char* const end = p + n;
   for (const char* q = p; q < end;) {
@@ -143,22 +139,17 @@ void ReadAhead::index_block(LineIndex& lines, const char* p, size_t n) {
     if (!nl) {
       break;
     }
-    long step = -1;
-    double loss = 0;
-    bool has_loss = false;
+    LineIndex::Line& l = index.lines.emplace_back(LineIndex::Line{static_cast<uint32_t>(nl - p), false, -1, 0.0});
     if (start) {
       const std::string_view line(start, static_cast<size_t>(nl - start));
-      step = quick_step(line);
-      if (line.empty() || line.back() != '}') {
-        step = -1; // a full parse says what is wrong with it
+      if (losses && quick_step_loss(line, l.step, l.loss)) {
+        l.has_loss = true;
+      } else {
+        if (!line.empty() && line.back() == '}') { // else a full parse says what is wrong with it
+          l.step = quick_step(line);
+        }
+        l.has_loss = losses && quick_loss(line, l.loss);
       }
-      has_loss = losses && quick_loss(line, loss);
-    }
-    lines.ends.push_back(static_cast<uint32_t>(nl - p));
-    lines.steps.push_back(step);
-    if (losses) {
-      lines.losses.push_back(loss);
-      lines.has_loss.push_back(has_loss ? 1 : 0);
     }
     start = q = nl + 1;
   }

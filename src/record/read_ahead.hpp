@@ -55,7 +55,7 @@ public:
 private:
   void run();
   void digest_block(const char* p, size_t n); // on the thread: the complete lines, in order
-  void index_block(LineIndex& lines, const char* p, size_t n); // on the thread: its LineIndex
+  void index_block(LineIndex& index, const char* p, size_t n); // on the thread: its LineIndex
 
   int m_fd;
   std::string m_path;

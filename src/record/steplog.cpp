@@ -166,12 +166,10 @@ void StepLogReader::digest_upto(size_t end) {
 
 void StepLogReader::take(size_t end) {
   if (m_index) {
-    const size_t i = m_cursor++; // the '\n' at `end` is this one: the first from m_pos on
-    m_taken_step = m_index->steps[i];
-    m_taken_has_loss = m_index->with_losses && m_index->has_loss[i] != 0;
-    if (m_taken_has_loss) {
-      m_taken_loss = m_index->losses[i];
-    }
+    const LineIndex::Line& l = m_index->lines[m_cursor++]; // its '\n' is at `end`: the first from m_pos on
+    m_taken_step = l.step;
+    m_taken_has_loss = l.has_loss;
+    m_taken_loss = l.loss;
   } else {
     m_taken_step = -1;
     m_taken_has_loss = false;
@@ -199,8 +197,8 @@ bool StepLogReader::next(std::string_view& line) {
   for (;;) {
     if (m_index) {
       // Read ahead: the thread found the '\n's, no search here.
-      if (m_cursor < m_index->ends.size()) {
-        const size_t end = m_index_base + m_index->ends[m_cursor];
+      if (m_cursor < m_index->lines.size()) {
+        const size_t end = m_index_base + m_index->lines[m_cursor].end;
         line = std::string_view(m_data + m_pos, end - m_pos);
         take(end);
         return true;
@@ -238,8 +236,7 @@ StepLogReader::Known StepLogReader::known() const {
   if (!m_index) {
     return {};
   }
-  return {m_data + m_index_base, m_index->ends.data() + m_cursor, m_index->steps.data() + m_cursor,
-          m_index->ends.size() - m_cursor};
+  return {m_data + m_index_base, m_index->lines.data() + m_cursor, m_index->lines.size() - m_cursor};
 }
 
 void StepLogReader::want_losses() {
@@ -247,6 +244,7 @@ void StepLogReader::want_losses() {
     m_ahead->want_losses();
   }
 }
+
 
 long StepLogReader::count_remaining() {
   const long before = m_lineno;
@@ -321,6 +319,29 @@ size_t find_loss_key(std::string_view line) {
 }
 
 } // namespace
+
+bool quick_step_loss(std::string_view line, long& step, double& loss) {
+  constexpr std::string_view k_step = "{\"step\":", k_epoch = ",\"epoch\":", k_loss = ",\"loss\":";
+  const char* const e = line.data() + line.size();
+  if (line.size() < k_step.size() + k_epoch.size() + k_loss.size() + 3 || line.back() != '}' ||
+      std::memcmp(line.data(), k_step.data(), k_step.size()) != 0) {
+    return false;
+  }
+  auto [p, ec] = std::from_chars(line.data() + k_step.size(), e, step);
+  if (ec != std::errc() || step < 0 || e - p < static_cast<std::ptrdiff_t>(k_epoch.size()) ||
+      std::memcmp(p, k_epoch.data(), k_epoch.size()) != 0) {
+    return false;
+  }
+  p += k_epoch.size();
+  while (p < e && *p >= '0' && *p <= '9') {
+    ++p;
+  }
+  if (e - p < static_cast<std::ptrdiff_t>(k_loss.size()) || std::memcmp(p, k_loss.data(), k_loss.size()) != 0) {
+    return false;
+  }
+  p += k_loss.size();
+  return p < e && *p != '"' && std::from_chars(p, e, loss).ec == std::errc();
+}
 
 bool quick_loss(std::string_view line, double& loss) {
   size_t p = own_loss_key(line);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <vector>
 
 using namespace reprun;
 
@@ -291,6 +292,37 @@ TEST_CASE("quick_step and quick_loss read reprun's own layout and decline the re
   CHECK(loss == 7);
 }
 
+TEST_CASE("quick_step_loss: what quick_step and quick_loss give, in one pass, for reprun's own layout only") {
+  const std::vector<std::string> lines = {
+      "{\"step\":7,\"epoch\":0,\"loss\":1.5333333333333334,\"batch\":\"ab\"}",
+      "{\"step\":0,\"epoch\":12,\"loss\":-1e-300}",
+      "{\"step\":123456789,\"epoch\":3,\"loss\":2}",
+      "{\"step\":7,\"epoch\":0,\"loss\":\"NaN\"}",       // a string: quick_loss's
+      "{\"step\":7,\"epoch\":0,\"loss\":1.5} ",          // not '}' last
+      "{\"step\":-7,\"epoch\":0,\"loss\":1.5}",          // a negative step
+      "{\"step\":7,\"loss\":1.5,\"epoch\":0}",           // another order
+      "{\"step\":7,\"epoch\":-1,\"loss\":1.5}",          // not digits
+      "{\"step\":7,\"epoch\":0,\"loss\":}",              // no number
+      "{\"step\":7,\"epoch\":0,\"loss\":x}",
+      "{\"step\":,\"epoch\":0,\"loss\":1}",
+      "{\"step\":7,\"epoch\":0,\"los\":1}",
+      "{\"step\":7}",
+      "",
+  };
+  for (size_t i = 0; i < lines.size(); ++i) {
+    CAPTURE(lines[i]);
+    long step = -2;
+    double loss = 0, want = 0;
+    const bool ok = quick_step_loss(lines[i], step, loss);
+    CHECK(ok == (i < 3));
+    if (ok) {
+      CHECK(step == quick_step(lines[i]));
+      REQUIRE(quick_loss(lines[i], want));
+      CHECK(loss == want);
+    }
+  }
+}
+
 TEST_CASE("StepLogReader: line numbers, counting, and files that are only a partial line") {
   testing::TempDir t;
   testing::write(t / "a.jsonl", "{\"step\":0}\n\n{\"step\":2}\n");
@@ -504,7 +536,7 @@ TEST_CASE("StepLogReader with read-ahead: the steps and losses its thread finds 
     }
     const StepLogReader::Known k = r.known();
     if (i % 5 == 3 && k.count >= 2) { // two lines taken at once, where the thread found them
-      const size_t bytes = static_cast<size_t>(k.base + k.ends[1] - r.buffered().data()) + 1;
+      const size_t bytes = static_cast<size_t>(k.base + k.lines[1].end - r.buffered().data()) + 1;
       REQUIRE(std::string_view(r.buffered().data(), bytes) == plain[i] + "\n" + plain[i + 1] + "\n");
       r.take_lines(bytes, 2);
       ++i;

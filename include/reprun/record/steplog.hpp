@@ -28,12 +28,14 @@ class ReadAhead;
 // bytes again on its own core: where each '\n' is, and the step (and, once asked, the loss) of
 // each line that starts in the block, as quick_step and quick_loss give them.
 struct LineIndex {
-  std::vector<uint32_t> ends;    // each '\n', from the block's first byte
-  std::vector<long> steps;       // of the line each ends; -1: not known (begun in an earlier
-                                 // block, or not reprun's layout: the reader parses it)
-  bool with_losses = false;      // losses and has_loss were filled
-  std::vector<double> losses;    // of the line each ends, where has_loss
-  std::vector<uint8_t> has_loss; // 0: not known (the reader parses the line)
+  struct Line {
+    uint32_t end;     // its '\n', from the block's first byte
+    bool has_loss;    // `loss` holds its loss (losses asked for, and quick_loss found it)
+    long step;        // -1: not known (begun in an earlier block, or not reprun's layout: the
+                      // reader parses it)
+    double loss;
+  };
+  std::vector<Line> lines;
 };
 
 class StepLogReader {
@@ -66,11 +68,10 @@ public:
   // next() calls would (the caller found them); never more than lines_to_limit().
   void take_lines(size_t bytes, long lines);
   // The lines at the start of buffered() that a read-ahead thread already found: the '\n' of
-  // the i-th is at base + ends[i], its step steps[i] (-1: not known). count 0 without one.
+  // the i-th is at base + lines[i].end, its step lines[i].step (-1: not known). count 0 without one.
   struct Known {
     const char* base = nullptr;
-    const uint32_t* ends = nullptr;
-    const long* steps = nullptr;
+    const LineIndex::Line* lines = nullptr;
     size_t count = 0;
   };
   Known known() const;
@@ -180,5 +181,10 @@ long quick_step(std::string_view line);
 
 // The "loss" value of a line without a full parse; false when absent or not a number.
 bool quick_loss(std::string_view line, double& loss);
+
+// Both in one pass, for a line in reprun's own layout {"step":N,"epoch":M,"loss":X,...} ending in
+// '}' with N >= 0 and X a number: what quick_step and quick_loss give. False for any other line
+// (then ask them one by one).
+bool quick_step_loss(std::string_view line, long& step, double& loss);
 
 } // namespace reprun
