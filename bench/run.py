@@ -425,25 +425,31 @@ def progress_on_terminal(a, b):
     """True when `reprun diff` of a pair that takes over a second writes its progress line to a
     terminal (stderr a pty here), and nothing of it where stderr is a pipe; None when the diff took
     under 1.2 s, too short to say (the line shows after a second, at a 65,536-line mark). The diff
-    runs on one core (taskset, where there is one), as on a busy machine: on two the 10M pair takes
-    about half a second."""
+    runs on one core shared with a busy loop (taskset, where there is one), as on a busy machine: on
+    two idle cores the 10M pair takes about half a second, on one about a second."""
     import pty
     master, slave = pty.openpty()
     one_core = ["taskset", "-c", "0"] if shutil.which("taskset") else []
-    t0 = time.perf_counter()
-    p = subprocess.Popen(one_core + [REPRUN, "diff", a, b], stdout=subprocess.DEVNULL, stderr=slave)
-    os.close(slave)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:  # the pty closes when the diff ends
-            break
-        if not chunk:
-            break
-        seen += chunk
-    p.wait()
-    seconds = time.perf_counter() - t0
+    busy = subprocess.Popen(one_core + ["yes"], stdout=subprocess.DEVNULL) if one_core else None
+    try:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(one_core + [REPRUN, "diff", a, b], stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the pty closes when the diff ends
+                break
+            if not chunk:
+                break
+            seen += chunk
+        p.wait()
+        seconds = time.perf_counter() - t0
+    finally:
+        if busy:
+            busy.kill()
+            busy.wait()
     os.close(master)
     piped = run([REPRUN, "diff", a, b], check=False).stderr
     if "reading the step logs" in piped:
