@@ -529,6 +529,21 @@ private:
     const char* p = a.data();
     const char* const end = p + same_bytes;
     long lines = 0;
+    // Lines whose step B's thread found, following the last, that neither add a loss-series point
+    // nor mark progress, go by counted: what compare() does for each equal line is done once for
+    // the batch. Any other line is taken and compared alone (an error then names its line).
+    const bool batches = known.count > 0 && !m_opt.tolerance();
+    const char* batch_start = p;
+    long batch = 0;
+    auto flush = [&] {
+      if (batch > 0) {
+        m_ra.take_lines(static_cast<size_t>(p - batch_start), batch);
+        m_r.steps_compared += batch;
+        m_prev_b = m_prev_a;
+        m_r.a.last_step = m_r.b.last_step = m_prev_a;
+        batch = 0;
+      }
+    };
     while (lines < room) {
       const char* nl = nullptr;
       long step = -1;
@@ -543,6 +558,15 @@ private:
         }
         nl = a.data() + at;
         step = l.step;
+        const long lineno = m_ra.lineno() + batch + 1;
+        if (batches && step > m_prev_a && lineno < m_next_series && (lineno & k_progress_lines) != 0) {
+          m_prev_a = step;
+          ++batch;
+          ++lines;
+          p = nl + 1;
+          continue;
+        }
+        flush();
       } else if (!(nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p))))) {
         break;
       }
@@ -552,7 +576,7 @@ private:
       }
       m_ra.take_lines(line.size() + 1, 1);
       ++lines;
-      p = nl + 1;
+      p = batch_start = nl + 1;
       compare(line, line, true, step);
       if ((m_ra.lineno() & k_progress_lines) == 0 && m_opt.progress) {
         // B's lines of this run are taken at its end: they count as read already.
@@ -560,6 +584,7 @@ private:
                        m_ra.size() + m_rb.size());
       }
     }
+    flush();
     m_rb.take_lines(static_cast<size_t>(p - a.data()), lines);
   }
 

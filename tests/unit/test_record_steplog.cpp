@@ -273,6 +273,11 @@ TEST_CASE("quick_step and quick_loss read reprun's own layout and decline the re
   CHECK(quick_step("{\"step\":\"1\",") == -1);    // a string
   CHECK(quick_step("{\"loss\":1,\"step\":1}") == -1); // another key first
   CHECK(quick_step("") == -1);
+  CHECK(quick_step("{\"step\":123456789012345678,") == 123456789012345678L); // 18 digits
+  CHECK(quick_step("{\"step\":1234567890123456789}") == 1234567890123456789L);
+  CHECK(quick_step("{\"step\":12345678901234567890}") == -1); // more than a long holds
+  CHECK(quick_step("{\"step\":-5,") < 0);                    // negative: parse it
+  CHECK(quick_step("{\"step\":,") == -1);
   double loss = 0;
   CHECK(quick_loss("{\"step\":1,\"loss\":0.25,\"batch\":\"b\"}", loss));
   CHECK(loss == 0.25);
