@@ -400,21 +400,21 @@ def long_run(template, out, steps, part_at=None):
 
 
 def spawn_timed(cmd):
-    """Seconds, peak resident KiB and exit status of `cmd` started straight from here (output to
-    /dev/null), both sides of a ratio alike: the peak from wait4's rusage, not from a /usr/bin/time
-    wrapper, which only the diff would have run under (a waiting parent in between made the two-
-    threaded diff of the 1M pair some 10 ms slower here, and cat not at all)."""
+    """Seconds and exit status of `cmd` started straight from here (output to /dev/null), both
+    sides of a ratio alike: not under a /usr/bin/time wrapper, which only the diff would have run
+    under (a waiting parent in between made the two-threaded diff of the 1M pair some 10 ms slower
+    here, and cat not at all)."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         path = shutil.which(cmd[0]) or cmd[0]
         t0 = time.perf_counter()
         pid = os.posix_spawn(path, cmd, os.environ,
                              file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)])
-        _, status, usage = os.wait4(pid, 0)
+        _, status = os.waitpid(pid, 0)
         seconds = time.perf_counter() - t0
     finally:
         os.close(devnull)
-    return seconds, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+    return seconds, os.waitstatus_to_exitcode(status)
 
 
 def time_diff_against_cat(a, b, reps):
@@ -424,17 +424,22 @@ def time_diff_against_cat(a, b, reps):
     # The logs were just written: their pages go to disk first, so that the kernel's writeback does
     # not take a core from the two-threaded diff (and less from the one-threaded cat) while timed.
     os.sync()
-    secs, cat, rss = [], [], []
+    secs, cat = [], []
     for _ in range(reps):
-        seconds, _, code = spawn_timed(["cat"] + logs)
+        seconds, code = spawn_timed(["cat"] + logs)
         if code != 0:
             sys.exit(f"bench: cat {' '.join(logs)} failed ({code})")
         cat.append(seconds)
-        seconds, peak_kb, code = spawn_timed([REPRUN, "diff", a, b])
+        seconds, code = spawn_timed([REPRUN, "diff", a, b])
         if code not in (0, 1):
             sys.exit(f"bench: reprun diff {a} {b} failed ({code}): run it by hand to see why")
         secs.append(seconds)
-        rss.append(peak_kb)
+    # The peak memory from one more run, untimed, under /usr/bin/time: wait4's rusage here would
+    # count this Python's own pages, which the child holds until it execs.
+    r = run(["/usr/bin/time", "-f", "%M", REPRUN, "diff", a, b], check=False)
+    if r.returncode not in (0, 1):
+        sys.exit(f"bench: reprun diff {a} {b} failed ({r.returncode}): {r.stderr.strip()[-500:]}")
+    rss = [int(r.stderr.strip().splitlines()[-1])]
     return {"seconds": median(secs), "cat_seconds": median(cat), "ratio": median(secs) / median(cat),
             "peak_rss_mb": max(rss) / 1024, "log_bytes": sum(os.path.getsize(p) for p in logs)}
 
