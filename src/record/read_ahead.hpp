@@ -1,18 +1,19 @@
 // ReadAhead: a thread that read()s a file into a ring of blocks ahead of the one reading its
-// lines (StepLogReader, for `reprun diff`), so that the kernel's copy of the bytes, half of a
-// diff's time, runs beside the comparison on another core, and with it, when asked, the XXH3
-// digest of every complete line (the integrity facts of a finished run's log). Lines and errors
-// stay with the reader, in file order. Private to src/record/.
+// lines (StepLogReader, for `reprun diff`'s B), so that the kernel's copy of the bytes runs beside
+// the comparison on another core, and with it, when asked, the XXH3 digest of every complete line
+// (the integrity facts of a finished run's log) and, always, each block's LineIndex: where its
+// lines end, their steps and, once asked, their losses, found where the bytes were read. Lines and
+// errors stay with the reader, in file order. Private to src/record/.
 #pragma once
 
-#include <array>
-#include <atomic>
-#include <cstdint>
 #include "reprun/core/hash.hpp"
 #include "reprun/record/steplog.hpp"
 
+#include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <thread>

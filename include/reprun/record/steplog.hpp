@@ -3,7 +3,9 @@
 // without parsing them, so identical lines can be compared as bytes first; parse_step_line()
 // parses one line when its values matter. A partial last line (a crash mid-write) is not a line:
 // it is reported, never an error. The reader can digest the records it reads (XXH3-64, the
-// integrity facts of run_dir.hpp), so a log is verified by the same read that compares it.
+// integrity facts of run_dir.hpp), so a log is verified by the same read that compares it. A
+// long log can be read ahead by a thread that also finds its lines, steps and losses (LineIndex),
+// so that the reader's caller takes them without searching or parsing on its own core.
 //
 // Why read() and not mmap: a profile of `reprun diff` on two 500 MB logs (docs/performance.md)
 // spent 2.5x the CPU time of `cat` in page faults through a fresh mapping, and 1.1x through read()
