@@ -265,9 +265,7 @@ public:
     bool equal = ha && hb && la == lb;
     while (ha && hb) {
       compare(la, lb, equal, m_have_x ? m_step_x : -1); // A's step, when losses_differ parsed it
-      if ((m_ra.lineno() & k_progress_lines) == 0 && m_opt.progress) {
-        m_opt.progress(m_ra.offset() + m_rb.offset(), m_ra.size() + m_rb.size());
-      }
+      report_progress();
       if (!m_r.divergence.found) {
         take_equal_run();
       }
@@ -429,11 +427,7 @@ private:
       ++lines;
       p = batch_start = nl + 1;
       compare(line, line, true, step);
-      if ((m_ra.lineno() & k_progress_lines) == 0 && m_opt.progress) {
-        // B's lines of this run are taken at its end: they count as read already.
-        m_opt.progress(m_ra.offset() + m_rb.offset() + static_cast<uint64_t>(p - a.data()),
-                       m_ra.size() + m_rb.size());
-      }
+      report_progress(static_cast<uint64_t>(p - a.data())); // B's lines of this run, taken at its end
     }
     flush();
     m_rb.take_lines(static_cast<size_t>(p - a.data()), lines);
@@ -584,8 +578,13 @@ private:
                            a.status.empty() ? "(bare log)" : a.status, b.status.empty() ? "(bare log)" : b.status);
   }
 
-  // A progress report every 65,536 lines of A.
+  // A progress report every 65,536 lines of A; `b_pending`: bytes of B compared but not taken yet.
   static constexpr long k_progress_lines = (1 << 16) - 1;
+  void report_progress(uint64_t b_pending = 0) {
+    if ((m_ra.lineno() & k_progress_lines) == 0 && m_opt.progress) {
+      m_opt.progress(m_ra.offset() + m_rb.offset() + b_pending, m_ra.size() + m_rb.size());
+    }
+  }
 
   DiffResult& m_r;
   const DiffOptions& m_opt;

@@ -245,7 +245,6 @@ void StepLogReader::want_losses() {
   }
 }
 
-
 long StepLogReader::count_remaining() {
   const long before = m_lineno;
   std::string_view line;
