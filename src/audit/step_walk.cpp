@@ -268,6 +268,8 @@ public:
       report_progress();
       if (!m_r.divergence.found) {
         take_equal_run();
+      } else {
+        follow_known();
       }
       ha = m_ra.next(la);
       if (!ha) {
@@ -442,7 +444,8 @@ private:
       return false;
     }
     m_step_x = -1;
-    m_have_x = quick_step_loss(la, m_step_x, m_x) || quick_loss(la, m_x);
+    m_have_x = m_ra.taken_loss(m_x) ? (m_step_x = m_ra.taken_step(), true)
+                                    : quick_step_loss(la, m_step_x, m_x) || quick_loss(la, m_x);
     if (!m_have_x) {
       return false;
     }
@@ -471,7 +474,8 @@ private:
     } else if (!same) {
       first_divergence(la, lb, sa, sb);
       if (m_r.divergence.found) {
-        m_rb.want_losses(); // two losses a line from now on: B's found by its read-ahead thread
+        m_ra.want_losses(); // two losses a line from now on, found where each log is read
+        m_rb.want_losses();
       }
     }
   }
@@ -504,14 +508,18 @@ private:
   // After the divergence: where the loss first differs, and how the gap grows (1, 10, 100, ...
   // steps after it).
   void follow_gap(std::string_view la, std::string_view lb, long sa, long sb, bool same) {
-    Divergence& d = m_r.divergence;
     double x = 0, y = 0;
     const bool hx = m_have_x ? (x = m_x, true) : line_loss(la, m_ra, x);
     m_have_x = false;
     const bool hy = same ? (y = x, hx) : line_loss(lb, m_rb, y);
-    if (!hx || !hy || sa != sb) {
-      return;
+    if (hx && hy && sa == sb) {
+      gap_at(sa, x, y);
     }
+  }
+
+  // A step both logs hold after the divergence, with losses x (A) and y (B).
+  void gap_at(long sa, double x, double y) {
+    Divergence& d = m_r.divergence;
     if (d.loss_differs_from < 0 && !m_cmp.loss_match(x, y)) {
       d.loss_differs_from = sa;
     }
@@ -522,6 +530,42 @@ private:
       m_r.growth.push_back({sa, x, y, std::fabs(x - y), false});
       m_next_gap = m_next_gap == 0 ? 1 : m_next_gap * 10;
     }
+  }
+
+  // After the divergence: the lines that follow in both buffers whose steps and losses both
+  // readers' indexes hold (B's read-ahead thread found them, A's reader in its own loop), taken as
+  // counted: what compare() does for such a pair, without the lines' bytes. Stops before a line
+  // either index does not know the step or loss of, a step that does not increase, a loss-series
+  // point, a progress mark and a digest limit: compare() takes that one.
+  void follow_known() {
+    const StepLogReader::Known ka = m_ra.known(), kb = m_rb.known();
+    const long line = m_ra.lineno();
+    const long n = std::min({static_cast<long>(std::min(ka.count, kb.count)), m_ra.lines_to_limit(),
+                             m_rb.lines_to_limit(), m_next_series - line - 1,
+                             ((line | k_progress_lines) + 1) - line - 1});
+    long k = 0;
+    for (; k < n; ++k) {
+      const LineIndex::Line &a = ka.lines[k], &b = kb.lines[k];
+      if (!a.has_loss || !b.has_loss || a.step <= m_prev_a || b.step <= m_prev_b) {
+        break; // not known (-1), or not increasing: compare() says what is wrong with it
+      }
+      m_prev_a = a.step;
+      m_prev_b = b.step;
+      if (a.step == b.step) {
+        gap_at(a.step, a.loss, b.loss);
+      }
+    }
+    if (k == 0) {
+      return;
+    }
+    auto bytes = [&](const StepLogReader& r, const StepLogReader::Known& known) {
+      return static_cast<size_t>(known.base + known.lines[k - 1].end + 1 - r.buffered().data());
+    };
+    m_ra.take_lines(bytes(m_ra, ka), k);
+    m_rb.take_lines(bytes(m_rb, kb), k);
+    m_r.steps_compared += k;
+    m_r.a.last_step = m_prev_a;
+    m_r.b.last_step = m_prev_b;
   }
 
   // The peak gap: the first step with the largest |diff| (NaN gaps cannot be ranked).

@@ -1,6 +1,8 @@
 // ReadAhead: see read_ahead.hpp.
 #include "read_ahead.hpp"
 
+#include "line_index.hpp"
+
 #include "reprun/core/error.hpp"
 #include "reprun/record/steplog.hpp"
 
@@ -130,30 +132,8 @@ void ReadAhead::digest_block(const char* p, size_t n) {
 }
 
 void ReadAhead::index_block(LineIndex& index, const char* p, size_t n) {
-  const bool losses = m_want_losses.load(std::memory_order_relaxed);
-  index.lines.clear();
-  const char* start = m_at_line_start ? p : nullptr; // the line's first byte, when in this block
-  const char* const end = p + n;
-  for (const char* q = p; q < end;) {
-    const char* nl = static_cast<const char*>(std::memchr(q, '\n', static_cast<size_t>(end - q)));
-    if (!nl) {
-      break;
-    }
-    LineIndex::Line& l = index.lines.emplace_back(LineIndex::Line{static_cast<uint32_t>(nl - p), false, -1, 0.0});
-    if (start) {
-      const std::string_view line(start, static_cast<size_t>(nl - start));
-      if (losses && quick_step_loss(line, l.step, l.loss)) {
-        l.has_loss = true;
-      } else {
-        if (!line.empty() && line.back() == '}') { // else a full parse says what is wrong with it
-          l.step = quick_step(line);
-        }
-        l.has_loss = losses && quick_loss(line, l.loss);
-      }
-    }
-    start = q = nl + 1;
-  }
-  m_at_line_start = end[-1] == '\n';
+  index_lines(index, p, n, m_at_line_start, m_want_losses.load(std::memory_order_relaxed));
+  m_at_line_start = p[n - 1] == '\n';
 }
 
 uint64_t ReadAhead::digest() {

@@ -1,6 +1,7 @@
 // Step-log reader and line parser; see include/reprun/steplog.hpp and docs/run-format.md.
 #include "reprun/record/steplog.hpp"
 
+#include "line_index.hpp"
 #include "read_ahead.hpp"
 #include "reprun/core/error.hpp"
 
@@ -93,6 +94,7 @@ bool StepLogReader::fill() {
   m_pos = 0;
   m_digested = 0;
   m_end = keep;
+  m_index = nullptr; // its lines moved
   for (;;) {
     const ssize_t n = ::read(m_fd, m_buf.get() + m_end, m_cap - m_end);
     if (n < 0 && errno == EINTR) {
@@ -106,6 +108,14 @@ bool StepLogReader::fill() {
       return false;
     }
     m_end += static_cast<size_t>(n);
+    if (m_index_here && m_end <= std::numeric_limits<uint32_t>::max()) {
+      // The buffer starts a line (the kept bytes hold no '\n'): its lines, found as a read-ahead
+      // thread finds them, in one loop rather than a search a next().
+      index_lines(m_own_index, m_buf.get(), m_end, true, true);
+      m_index = &m_own_index;
+      m_index_base = 0;
+      m_cursor = 0;
+    }
     return true;
   }
 }
@@ -242,6 +252,8 @@ StepLogReader::Known StepLogReader::known() const {
 void StepLogReader::want_losses() {
   if (m_ahead) {
     m_ahead->want_losses();
+  } else {
+    m_index_here = true; // from the next block read
   }
 }
 

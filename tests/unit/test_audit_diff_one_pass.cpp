@@ -270,3 +270,74 @@ TEST_CASE("diff: a log read ahead: a running run's recorded count, damage in it,
   CHECK(rt.divergence.step == 1111);
   CHECK(rt.steps_compared == 1300);
 }
+
+namespace {
+
+// The record of step `step` in `log` (with its '\n'), replaced by `record`.
+std::string with_record(std::string log, long step, const std::string& record) {
+  const size_t at = log.find(fmt::format("{{\"step\":{},", step));
+  REQUIRE(at != std::string::npos);
+  return log.replace(at, log.find('\n', at) + 1 - at, record + "\n");
+}
+
+} // namespace
+
+TEST_CASE("diff: after the divergence: a step out of order, a record without a loss, a step one side skips") {
+  // After the divergence the walk takes the lines whose steps and losses both readers found (B's
+  // read-ahead thread, A's reader in its own loop) by count; any other line alone. Each case, for
+  // a pair read here (700 steps) and one whose B is read ahead (3000 steps), either way round.
+  testing::TempDir t;
+  for (const long steps : {700L, 3000L}) {
+    CAPTURE(steps);
+    const long part = 400;
+    const std::string la = drifting_log(steps, 1000, 0, 0), lb = drifting_log(steps, 1000, part, 1e-7);
+    const std::string da = make_run(t, "da", la), db = make_run(t, "db", lb);
+    const long late = steps - 40; // a step after the divergence, 40 lines before the end
+
+    // A step out of order, in either log, read here or ahead: the error names its line.
+    const std::string back = with_record(lb, late, fmt::format("{{\"step\":{},\"epoch\":0,\"loss\":0.5}}", late - 5));
+    const std::string bad = make_run(t, "bad", back);
+    const std::string want = fmt::format("steps.jsonl:{}: step {} after step {} (duplicate or decreasing step)",
+                                         late, late - 5, late - 1);
+    CHECK(error_of_diff(da, bad).find(t / "bad/" + want) != std::string::npos);
+    CHECK(error_of_diff(bad, da).find(t / "bad/" + want) != std::string::npos);
+    std::filesystem::remove_all(t / "bad");
+
+    // A record without a loss where the gap was to be noted 100 steps after the divergence: noted
+    // at the next step instead; no series point there.
+    const std::string no_loss = with_record(lb, part + 100, fmt::format("{{\"step\":{},\"epoch\":0}}", part + 100));
+    const std::string nl = make_run(t, "nl", no_loss);
+    std::vector<long> growth{part, part + 1, part + 10, part + 101};
+    if (part + 1000 < steps) {
+      growth.push_back(part + 1000);
+    }
+    growth.push_back(steps);
+    for (const auto& [x, y] : {std::pair{da, nl}, std::pair{nl, da}}) {
+      const AfterDivergence got = after_divergence(diff_runs(x, y, {}));
+      CHECK(got.step == part);
+      CHECK(got.loss_from == part);
+      CHECK(got.peak_step == steps);
+      CHECK(got.growth == growth);
+      CHECK(got.series == static_cast<size_t>(steps - 1));
+    }
+    std::filesystem::remove_all(t / "nl");
+
+    // B skips step `late` (and ends one step later): from there no step is in both, and the gap
+    // is followed up to the last step they share.
+    std::string skip = lb.substr(0, lb.find(fmt::format("{{\"step\":{},", late)));
+    const std::string rest = drifting_log(steps + 1, 1000, part, 1e-7);
+    skip += rest.substr(rest.find(fmt::format("{{\"step\":{},", late + 1)));
+    const std::string sk = make_run(t, "sk", skip);
+    const DiffResult r = diff_runs(da, sk, {});
+    CHECK(r.steps_compared == steps);
+    CHECK(r.b.last_step == steps + 1);
+    const AfterDivergence got = after_divergence(r);
+    CHECK(got.peak_step == late - 1);
+    CHECK(got.growth.back() == late - 1);
+    const double at = 1.0 / static_cast<double>(late - 1);
+    CHECK(got.peak_gap == std::fabs(at - (at + 1e-7 * static_cast<double>(late - 1 - part + 1))));
+    std::filesystem::remove_all(t / "sk");
+    std::filesystem::remove_all(t / "da");
+    std::filesystem::remove_all(t / "db");
+  }
+}

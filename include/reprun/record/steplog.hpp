@@ -84,7 +84,8 @@ public:
     loss = m_taken_loss;
     return m_taken_has_loss;
   }
-  // From now on the read-ahead thread also finds the losses of the lines (see taken_loss).
+  // From now on the read-ahead thread also finds the losses of the lines (see taken_loss); a
+  // reader without one finds the lines, steps and losses of each block it reads next (known()).
   void want_losses();
   // How many lines may be taken at once before the last one digest_lines() asked for.
   long lines_to_limit() const {
@@ -132,7 +133,9 @@ private:
   bool m_thread_digests = false;      // it digests the lines (all of them), not this reader
   int m_slot = -1;  // the ring's block m_data is in (-1: m_buf or m_spill)
   Buffer m_spill;   // read ahead: a line longer than a block's headroom, with the block after it
-  const LineIndex* m_index = nullptr; // read ahead: the block's lines, as the thread found them
+  const LineIndex* m_index = nullptr; // the block's lines, as the thread (or index_lines here) found them
+  bool m_index_here = false;          // no thread, losses asked for: m_own_index of each block read
+  LineIndex m_own_index;
   size_t m_index_base = 0;            // where the block starts in m_data
   size_t m_cursor = 0;                // m_index's next '\n' not taken
   long m_taken_step = -1;
