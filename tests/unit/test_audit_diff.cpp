@@ -1,7 +1,7 @@
 // The diff engine (audit/diff.hpp) on synthetic step logs: every divergence kind with its step,
-// line, phase and tensor; tolerance; the manifest diff's classes; localization of a replay.
+// line, phase and tensor; tolerance; the manifest diff's classes. Localization of a replay is in
+// test_audit_localize.cpp, ULP distances in test_audit_ulp.cpp.
 #include "reprun/audit/diff.hpp"
-#include "reprun/audit/localize.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/record/run_dir.hpp"
 #include "reprun/record/step_record.hpp"
@@ -192,32 +192,6 @@ TEST_CASE("manifest diff: material, not counted (execution settings, kernels), v
   CHECK(kind_of("reprun.kernels.gemm") == MetaDelta::Kind::informational);
   CHECK(kind_of("created") == MetaDelta::Kind::volatile_field);
   CHECK(deltas.front().key == "config.optimizer.lr"); // material first
-}
-
-TEST_CASE("localize: a replay's trace entry becomes a phase, a layer and a tensor") {
-  std::string layer, tensor;
-  describe_trace_entry("dense_3.weight.grad", layer, tensor);
-  CHECK(layer == "dense_3");
-  CHECK(tensor == "weight gradient");
-  describe_trace_entry("input", layer, tensor);
-  CHECK(tensor == "batch input");
-  Divergence original;
-  original.found = true;
-  original.step = 7;
-  original.loss_differs_from = 7;
-  DiffResult replay;
-  replay.divergence.found = true;
-  replay.divergence.step = 7;
-  replay.divergence.trace_phase = "backward";
-  replay.divergence.trace_entry = "dense_2.act.grad";
-  Localization l = localize(original, replay, 5, 1);
-  CHECK(l.found);
-  CHECK(l.replay_from == 5);
-  CHECK(l.sentence == "step 7, origin backward, layer dense_2, activation gradient (dense_2.act.grad): the first "
-                     "differing value in computation order; loss differs from step 7");
-  CHECK(l.note.empty());
-  CHECK_FALSE(localize(original, DiffResult{}, 5, 3).found);
-  CHECK(localize(original, replay, 5, 2).note.find("attempt 2") != std::string::npos);
 }
 
 namespace {
@@ -634,40 +608,6 @@ TEST_CASE("manifest diff: a framework fact one run never recorded is not a diffe
   CHECK(delta(none, "framework.torch")->kind == MetaDelta::Kind::unrecorded);
 }
 
-TEST_CASE("ulp_distance in a narrower format counts that format's ULPs") {
-  const double one = 1.0, next32 = static_cast<double>(std::nextafter(1.0f, 2.0f));
-  CHECK(ulp_distance(one, next32, FloatFormat::float32) == 1);
-  CHECK(ulp_distance(one, next32) == (1ULL << 29));
-  CHECK(ulp_distance(-next32, next32, FloatFormat::float32) == 2 * ulp_distance(0.0, next32, FloatFormat::float32));
-  CHECK(ulp_distance(0.0, 1.0, FloatFormat::float32) == (127ULL << 23)); // 1.0f's bits: 0x3f800000
-  const double sub = static_cast<double>(std::numeric_limits<float>::denorm_min());
-  CHECK(ulp_distance(sub, -sub, FloatFormat::float32) == 2);
-  CHECK(ulp_distance(static_cast<double>(std::numeric_limits<float>::min()), 0.0, FloatFormat::float32) == (1ULL << 23));
-  CHECK(ulp_distance(2.0, 1.0, FloatFormat::float32) == (1ULL << 23));
-  CHECK(ulp_distance(1.0, 1.0 + 1.0 / 1024, FloatFormat::float16) == 1);
-  CHECK(ulp_distance(1.0, 1.0 + 1.0 / 128, FloatFormat::bfloat16) == 1);
-  // Not a value of the format (a double the program printed): counted in float64.
-  CHECK(ulp_distance(1.0, std::nextafter(1.0, 2.0), FloatFormat::float32) == 1);
-  CHECK(ulp_distance(1.0, std::nan(""), FloatFormat::float32) == std::numeric_limits<uint64_t>::max());
-  CHECK(float_format_named("torch.float32") == FloatFormat::float32);
-  CHECK(float_format_named("float64") == FloatFormat::float64);
-  const ojson f32 = {{"framework", {{"loss_dtype", "float32"}}}};
-  CHECK(loss_format(f32, f32) == FloatFormat::float32);
-  CHECK(loss_format(f32, ojson::object()) == FloatFormat::float64);
-}
-
-TEST_CASE("ulp_distance across zero, signs and infinities") {
-  const double tiny = std::numeric_limits<double>::denorm_min();
-  CHECK(ulp_distance(1.0, 1.0) == 0);
-  CHECK(ulp_distance(tiny, -tiny) == 2);
-  CHECK(ulp_distance(-tiny, 0.0) == 1);
-  CHECK(ulp_distance(2.0, 1.0) == ulp_distance(1.0, 2.0));
-  CHECK(ulp_distance(1.0, 2.0) == (1ULL << 52));
-  CHECK(ulp_distance(std::numeric_limits<double>::max(), std::numeric_limits<double>::infinity()) == 1);
-  CHECK(ulp_distance(-1.0, 1.0) == 2 * ulp_distance(0.0, 1.0));
-  CHECK(ulp_distance(1.0, std::nan("")) == std::numeric_limits<uint64_t>::max());
-}
-
 TEST_CASE("diff: duplicate steps, garbage after the shorter log ends, and a cut-short last line") {
   CHECK(testing::error_of([] { diff_texts(log_of(1) + line(1, 1.0), log_of(1) + line(1, 1.0)); }).find(
             "a.jsonl:3: step 1 after step 1 (duplicate or decreasing step)") != std::string::npos);
@@ -753,90 +693,6 @@ TEST_CASE("manifest diff: absent keys, data files, varied and ignored keys, and 
   DatasetDelta ds3;
   CHECK(diff_manifests(a, a, {}, ds3).empty());
   CHECK_FALSE(ds3.any());
-}
-
-TEST_CASE("localize: one origin, first in computation order; the first differing weight is named as its effect") {
-  // Backward runs from the last layer to the first: dense_3's gradient differs before the update
-  // makes dense_1.weight (first in model order) differ.
-  Divergence original;
-  original.found = true;
-  original.step = 4;
-  original.first_tensor = "dense_1.weight";
-  original.loss_differs_from = 4;
-  DiffResult replay;
-  replay.divergence = original;
-  replay.divergence.trace_phase = "backward";
-  replay.divergence.trace_entry = "dense_3.weight.grad";
-  const Localization l = localize(original, replay, 0, 1);
-  REQUIRE(l.found);
-  CHECK(l.layer == "dense_3");
-  CHECK(l.effect == "dense_1.weight");
-  CHECK(l.sentence == "step 4, origin backward, layer dense_3, weight gradient (dense_3.weight.grad): the first "
-                      "differing value in computation order; dense_1.weight, the first differing tensor in model "
-                      "order, is an effect of it (weights are recorded after the update); loss differs from step 4");
-  // A diff of two traced logs says the same by itself.
-  const Localization t = origin_in_trace(replay.divergence);
-  CHECK(t.found);
-  CHECK(t.sentence == l.sentence);
-  // The origin in the update phase is its own first tensor: no effect to name.
-  replay.divergence.trace_phase = "update";
-  replay.divergence.trace_entry = "dense_1.weight";
-  CHECK(localize(original, replay, 0, 1).effect.empty());
-  CHECK_FALSE(origin_in_trace(Divergence{}).found);
-}
-
-TEST_CASE("localize: every trace entry name, and a replay that did not part") {
-  const std::pair<const char*, const char*> names[] = {
-      {"dense_1.weight.grad", "weight gradient"}, {"dense_1.bias.grad", "bias gradient"},
-      {"dense_1.act.grad", "activation gradient"}, {"dense_1.z.grad", "pre-activation gradient"},
-      {"dense_1.logits", "logits"}, {"dense_1.z", "pre-activation (x W + b)"}, {"dense_1.act", "activation"},
-      {"dense_1.dlogits", "gradient of the loss w.r.t. the logits"}, {"dense_1.weight", "weight after the update"},
-      {"dense_1.bias", "bias after the update"}};
-  for (const auto& [entry, what] : names) {
-    std::string layer, tensor;
-    describe_trace_entry(entry, layer, tensor);
-    CHECK(layer == "dense_1");
-    CHECK(tensor == what);
-  }
-  std::string layer, tensor;
-  describe_trace_entry("input", layer, tensor);
-  CHECK(layer == "input");
-  describe_trace_entry("something", layer, tensor);
-  CHECK(layer == "something");
-  CHECK(tensor == "something");
-  describe_trace_entry(".z", layer, tensor); // only a suffix: not split
-  CHECK(layer == ".z");
-  Divergence original;
-  original.found = true;
-  original.step = 9;
-  original.detail = "same batch; the loss differs";
-  Localization none = localize(original, DiffResult{}, 8, 3);
-  CHECK_FALSE(none.found);
-  CHECK(none.note == "three replays from step 8 with trace full did not reproduce the divergence (it is not "
-                     "deterministic); original runs part at step 9 (same batch; the loss differs)");
-  original.first_tensor = "dense_2.weight";
-  CHECK(localize(original, DiffResult{}, 8, 3).note.find("step 9 (dense_2.weight)") != std::string::npos);
-  // The replay parted elsewhere; the loss step comes from the replay when the original has none.
-  DiffResult replay;
-  replay.divergence.found = true;
-  replay.divergence.step = 10;
-  replay.divergence.trace_phase = "forward";
-  replay.divergence.trace_entry = "dense_1.z";
-  replay.divergence.loss_differs_from = 11;
-  Localization l = localize(original, replay, 8, 1);
-  CHECK(l.sentence == "step 10, origin forward, layer dense_1, pre-activation (x W + b) (dense_1.z): the first "
-                     "differing value in computation order; dense_2.weight, the first differing tensor in model order "
-                     "at step 9, is an effect of it (weights are recorded after the update); loss differs from step 11");
-  CHECK(l.note == "the replay (attempt 1) parted at step 10 while the original runs parted at step 9: the computation "
-                  "is not deterministic, so where it parts varies");
-  replay.divergence.loss_differs_from = -1; // none
-  CHECK(localize(original, replay, 8, 1).sentence ==
-        "step 10, origin forward, layer dense_1, pre-activation (x W + b) (dense_1.z): the first differing value in "
-        "computation order; dense_2.weight, the first differing tensor in model order at step 9, is an effect of it "
-        "(weights are recorded after the update)");
-  // A replay that parted without trace entries cannot localize.
-  replay.divergence.trace_phase.clear();
-  CHECK_FALSE(localize(original, replay, 8, 1).found);
 }
 
 namespace {
