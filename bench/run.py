@@ -439,9 +439,9 @@ def time_diff_against_cat(a, b, reps):
     r = run(["/usr/bin/time", "-f", "%M", REPRUN, "diff", a, b], check=False)
     if r.returncode not in (0, 1):
         sys.exit(f"bench: reprun diff {a} {b} failed ({r.returncode}): {r.stderr.strip()[-500:]}")
-    rss = [int(r.stderr.strip().splitlines()[-1])]
+    rss_kb = int(r.stderr.strip().splitlines()[-1])
     return {"seconds": median(secs), "cat_seconds": median(cat), "ratio": median(secs) / median(cat),
-            "peak_rss_mb": max(rss) / 1024, "log_bytes": sum(os.path.getsize(p) for p in logs)}
+            "peak_rss_mb": rss_kb / 1024, "log_bytes": sum(os.path.getsize(p) for p in logs)}
 
 
 def progress_on_terminal(a, b):

@@ -76,7 +76,7 @@ size_t common_prefix(const char* a, const char* b, size_t n) {
 }
 
 // Step number of a line, checking that steps strictly increase.
-// `known`: the step a read-ahead thread found (-1: none).
+// `known`: the step the reader's index holds (-1: none).
 long checked_step(std::string_view line, const StepLogReader& r, long& prev, long known = -1) {
   long s = known >= 0 ? known : r.taken_step(); // found in a line ending in '}'
   if (s < 0 && ((s = quick_step(line)) < 0 || line.empty() || line.back() != '}')) {
@@ -90,7 +90,7 @@ long checked_step(std::string_view line, const StepLogReader& r, long& prev, lon
   return s;
 }
 
-// The loss of the line `r` took last: as its read-ahead thread found it, else parsed here.
+// The loss of the line `r` took last: as its reader's index holds it, else parsed here.
 bool line_loss(std::string_view line, const StepLogReader& r, double& loss) {
   if (r.taken_loss(loss) || quick_loss(line, loss)) {
     return true;
@@ -435,9 +435,9 @@ private:
     m_rb.take_lines(static_cast<size_t>(p - a.data()), lines);
   }
 
-  // After the divergence, with B's line just taken: true when its loss, as B's read-ahead thread
-  // found it, is not A's (A's kept for follow_gap): the lines differ, told without reading B's
-  // bytes, which are in the other core's cache.
+  // After the divergence, with B's line just taken: true when its loss, as B's index holds it, is
+  // not A's (A's, from A's index or parsed here, kept for follow_gap): the lines differ, told
+  // without reading B's bytes, which are in the other core's cache.
   bool losses_differ(std::string_view la) {
     double y = 0;
     if (!m_rb.taken_loss(y)) {
@@ -558,11 +558,8 @@ private:
     if (k == 0) {
       return;
     }
-    auto bytes = [&](const StepLogReader& r, const StepLogReader::Known& known) {
-      return static_cast<size_t>(known.base + known.lines[k - 1].end + 1 - r.buffered().data());
-    };
-    m_ra.take_lines(bytes(m_ra, ka), k);
-    m_rb.take_lines(bytes(m_rb, kb), k);
+    m_ra.take_known(k);
+    m_rb.take_known(k);
     m_r.steps_compared += k;
     m_r.a.last_step = m_prev_a;
     m_r.b.last_step = m_prev_b;

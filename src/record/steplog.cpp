@@ -249,6 +249,12 @@ StepLogReader::Known StepLogReader::known() const {
   return {m_data + m_index_base, m_index->lines.data() + m_cursor, m_index->lines.size() - m_cursor};
 }
 
+void StepLogReader::take_known(long lines) {
+  if (lines > 0) {
+    take_lines(m_index_base + m_index->lines[m_cursor + static_cast<size_t>(lines) - 1].end + 1 - m_pos, lines);
+  }
+}
+
 void StepLogReader::want_losses() {
   if (m_ahead) {
     m_ahead->want_losses();

@@ -26,8 +26,8 @@ namespace reprun {
 
 class ReadAhead;
 
-// What a read-ahead thread found in a block of a log, so that the reader does not search those
-// bytes again on its own core: where each '\n' is, and the step (and, once asked, the loss) of
+// What a read-ahead thread (or, after a diff's divergence, a reader without one) found in a block
+// of a log, so that its lines are not searched for again one by one: where each '\n' is, and the step (and, once asked, the loss) of
 // each line that starts in the block, as quick_step and quick_loss give them.
 struct LineIndex {
   struct Line {
@@ -69,15 +69,18 @@ public:
   // Takes the first `lines` lines of buffered(), `bytes` in all with their '\n's, as that many
   // next() calls would (the caller found them); never more than lines_to_limit().
   void take_lines(size_t bytes, long lines);
-  // The lines at the start of buffered() that a read-ahead thread already found: the '\n' of
-  // the i-th is at base + lines[i].end, its step lines[i].step (-1: not known). count 0 without one.
+  // The lines at the start of buffered() that the block's index holds (its read-ahead thread's,
+  // or its own after want_losses()): the '\n' of the i-th is at base + lines[i].end, its step
+  // lines[i].step (-1: not known). count 0 without an index.
   struct Known {
     const char* base = nullptr;
     const LineIndex::Line* lines = nullptr;
     size_t count = 0;
   };
   Known known() const;
-  // What the read-ahead thread found of the line the last next() or next_if() took: its step
+  // Takes the first `lines` (at most known().count, and lines_to_limit()) of those lines.
+  void take_known(long lines);
+  // What the block's index holds of the line the last next() or next_if() took: its step
   // (-1: not known) and its loss (false: not known; quick_loss of the line says).
   long taken_step() const { return m_taken_step; }
   bool taken_loss(double& loss) const {
