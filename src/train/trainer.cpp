@@ -81,11 +81,6 @@ void tensor_sums(Backend& be, const std::vector<ParamRef>& params, const Optimiz
   });
 }
 
-} // namespace
-
-
-namespace {
-
 // A run over several ranks: what the rank chain cannot do, refused in one line each.
 void check_ranks(const Config& cfg, const Plan& plan) {
   const int ranks = cfg.determinism.ranks;
