@@ -113,6 +113,7 @@ public:
     config();
     distributed();
     seeds();
+    varied();
     nondeterminism();
     framework();
     build();
@@ -241,6 +242,52 @@ private:
         "the seed changed: " + changes(keys, ""), "use the same seed in both runs" + ignore_hint(keys));
   }
 
+  // exec --vary env:NAME: the runs differ on purpose in NAME, and in the framework's determinism facts
+  // that follow from it (varied too, never counted). When the numbers part, the varied setting is
+  // what changed them: named with its values, and with the facts it set.
+  static bool varied_env(const MetaDelta& m) {
+    return m.kind == MetaDelta::Kind::varied &&
+           (m.key.rfind("env.", 0) == 0 || m.key.rfind("pins.", 0) == 0 || m.key.rfind("framework.", 0) == 0);
+  }
+  void varied() {
+    if (!m_d.found) {
+      return;
+    }
+    std::vector<std::string> vars, names;
+    std::vector<const MetaDelta*> facts;
+    bool threads = false;
+    for (const auto& m : m_r.meta) {
+      if (!varied_env(m)) {
+        continue;
+      }
+      if (m.key.rfind("framework.", 0) == 0) {
+        facts.push_back(&m);
+        threads = threads || m.key == "framework.determinism.intra_op_threads";
+        continue;
+      }
+      std::string name = strip(strip(m.key, "env."), "pins.");
+      name = name.substr(0, name.find('.')); // pins.NAME.value
+      if (std::find(names.begin(), names.end(), name) != names.end()) {
+        continue; // exec records a pinned variable under env. and pins.: named once
+      }
+      names.push_back(name);
+      vars.push_back(fmt::format("{} is {} in A and {} in B", name, plain(m.a), plain(m.b)));
+      threads = threads || name == "OMP_NUM_THREADS" || name == "MKL_NUM_THREADS" || name == "OPENBLAS_NUM_THREADS";
+    }
+    if (vars.empty()) {
+      return;
+    }
+    std::string cause = "the variable varied on purpose changes the numbers: " + name_list(vars);
+    if (!facts.empty()) {
+      cause += fmt::format(" (and with it PyTorch's {})", changes(facts, "framework.determinism."));
+    }
+    add(3, cause,
+        threads ? "the same thread count in every run: torch.set_num_threads(N) at the start of the script (or "
+                  "OMP_NUM_THREADS=N for every run)"
+                : fmt::format("give {} the same value in every run, or find what in the program depends on it",
+                              name_list(names)));
+  }
+
   // Atomic reductions, thread-dependent code: the same inputs, different numbers.
   void nondeterminism() {
     const std::string ra = manifest_text(m_r.a.manifest, "/config/determinism/reduction");
@@ -262,8 +309,9 @@ private:
           "set determinism.reduction: ordered");
       return;
     }
-    if (!numbers || has_material_cause()) {
-      return;
+    if (!numbers || has_material_cause() ||
+        std::any_of(m_r.meta.begin(), m_r.meta.end(), [](const MetaDelta& m) { return varied_env(m); })) {
+      return; // something recorded differs, or the environment was varied: not "same inputs and environment"
     }
     if (run_kind(m_r.a.manifest) == "exec" || run_kind(m_r.b.manifest) == "exec") {
       add(4.5, "thread-dependent or non-deterministic code in the program: same inputs and environment, different "

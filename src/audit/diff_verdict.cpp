@@ -54,6 +54,26 @@ std::string outputs_differing(const DiffResult& r) {
   return s;
 }
 
+// exec --vary env:NAME: the variables varied on purpose and the framework facts that follow from
+// them, "OMP_NUM_THREADS 1 -> 2, intra_op_threads 1 -> 2", so that an IDENTICAL verdict says what it
+// held across; "" when nothing of the environment was varied.
+std::string varied_environment(const DiffResult& r) {
+  auto unquote = [](const std::string& v) {
+    return v.size() >= 2 && v.front() == '"' && v.back() == '"' ? v.substr(1, v.size() - 2) : v;
+  };
+  std::string s;
+  // The variables first, then what torch made of them (pins.NAME repeats env.NAME).
+  for (const auto& [prefix, label] : {std::pair<std::string, std::string>{"env.", ""}, {"framework.determinism.", "torch's "}}) {
+    for (const auto& m : r.meta) {
+      if (m.kind == MetaDelta::Kind::varied && m.key.rfind(prefix, 0) == 0) {
+        s += fmt::format("{}{}{} {} -> {}", s.empty() ? "" : ", ", label, m.key.substr(prefix.size()), unquote(m.a),
+                         unquote(m.b));
+      }
+    }
+  }
+  return s;
+}
+
 } // namespace
 
 // Both runs are data-parallel programs of other world sizes.
@@ -84,6 +104,9 @@ void set_verdict(DiffResult& r, const DiffOptions& opt, bool one_sided) {
                             one_sided ? " in what both recorded (see notes)" : "");
     if (r.a.is_run_dir && r.b.is_run_dir) {
       r.verdict += ", metadata matches";
+      if (const std::string v = varied_environment(r); !v.empty()) {
+        r.verdict += " but for what was varied on purpose (" + v + ")";
+      }
     }
   } else if (d.found) {
     if (d.kind == DivergenceKind::ended_early) {

@@ -340,6 +340,12 @@ CheckResult run_exec(const ExecOptions& opt) {
     dopt.varied.push_back("env." + v.name);
     dopt.varied.push_back("pins." + v.name);
   }
+  if (!plan.vary.empty()) {
+    // Nothing but the varied variables differs between the runs of one exec, so a determinism fact
+    // of the framework that differs follows from them (OMP_NUM_THREADS sets torch's intra-op threads;
+    // a script may read a variable of its own): varied on purpose too, never counted.
+    dopt.varied.push_back("framework.determinism");
+  }
   compare_runs(
       res, dopt,
       [&](CheckPair& pair) {

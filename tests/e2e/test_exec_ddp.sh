@@ -9,8 +9,9 @@
 #  (b) the records: the manifest lists the world size and the rank logs, the framework facts the
 #      backend and each rank's devices, summary.json each rank log's integrity facts; a damaged rank
 #      log is exit 2;
-#  (c) OMP_NUM_THREADS varied on a wide first layer: exit 1 naming the rank, aten.addmm, its line
-#      and the thread cause; no collective blamed;
+#  (c) OMP_NUM_THREADS varied on batches centred on the mean of a 2048x512 table (a reduction torch
+#      splits by thread on every machine): exit 1 naming the rank, aten.mean, its line and the
+#      thread cause; no collective blamed;
 #  (d) rank 1 alone draws unseeded numpy noise into its batch: localized to rank 1 and that line;
 #      and into a gradient (a hook): the losses agree, the all-reduce spreads it to every rank, and
 #      the search follows the collective's inputs to rank 1; ranks forked from the launcher too;
@@ -39,6 +40,7 @@ def worker(rank, world):
     g = torch.Generator().manual_seed(1)
     x = torch.randn(256, f, generator=g)
     y = torch.randint(0, 4, (256,), generator=g)
+    table = torch.randn(2048, 512, generator=g) if WIDE else None
     ds = TensorDataset(x, y)
     sampler = DistributedSampler(ds, num_replicas=world, rank=rank, shuffle=True, seed=3)
     dl = DataLoader(ds, batch_size=32, sampler=sampler)
@@ -53,6 +55,8 @@ def worker(rank, world):
                 time.sleep(0.5)
             if os.environ.get("NOISE_RANK") == str(rank):
                 xb = xb + torch.from_numpy(np.random.randn(*xb.shape).astype("float32")) * 0.01
+            if WIDE:
+                xb = xb - table.mean()
             loss = torch.nn.functional.cross_entropy(model(xb), yb)
             opt.zero_grad()
             loss.backward()
@@ -120,8 +124,8 @@ run_rc "$REPRUN" diff "$T/sleep/run-1" "$T/noranks"
 grep -q "B recorded no ranks (no process group): its step log is compared with rank 0's only" "$T/out" ||
   fail "(b) no ranks: no note: $(cat "$T/out")"
 
-# (c) threads varied on a wide first layer.
-fwd=$(line_of ddp.py 'loss = torch.nn.functional.cross_entropy')
+# (c) threads varied on a reduction torch splits by thread.
+fwd=$(line_of ddp.py 'xb = xb - table.mean()')
 run_rc "$REPRUN" exec -o "$T/threads" -q --pin PORT=$PORT --pin WIDE=1 --vary env:OMP_NUM_THREADS=1,2 --format json -- "$PY" ddp.py
 [[ $RC == 1 ]] || fail "(c) exit $RC: $(head -c 2000 "$T/out") $(cat "$T/err")"
 "$PY" - "$T/out" "ddp.py:$fwd" <<'PYCHECK' || fail "(c) $(head -c 5000 "$T/out")"
@@ -131,7 +135,7 @@ pair = r["pairs"][0]
 loc, div = pair["localization"], pair["diff"]["divergence"]
 rank = div["rank"]
 assert loc["found"] and loc["sentence"].startswith(f"rank {rank}, step 1, forward"), loc["sentence"]
-assert "aten.addmm" in loc["sentence"] and sys.argv[2] in loc["sentence"], loc["sentence"]
+assert "aten.mean" in loc["sentence"] and sys.argv[2] in loc["sentence"], loc["sentence"]
 assert "threads are 1 in A and 2 in B" in loc["sentence"], loc["sentence"]
 assert "c10d" not in loc["sentence"], loc["sentence"]
 ranks = pair["diff"]["ranks"]

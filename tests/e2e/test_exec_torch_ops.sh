@@ -1,7 +1,11 @@
 # reprun exec on unmodified PyTorch scripts (no reprun import): the automatic step log, the
 # framework facts, and the op-level localization (Debian's python3-torch 1.13 on the CPU).
-#  (a) a wide MLP at OMP_NUM_THREADS=1 vs 2 is localized to its matmul op and line, with the
-#      thread counts named; repro.py shows 2 distinct outputs across the thread counts, 1 with the fix;
+#  (a) a wide MLP whose batches are centred on the data set's mean (a 2048x512 reduction, which torch
+#      splits by thread on every machine, before any matmul, whose thread dependence is the BLAS
+#      kernel's) at OMP_NUM_THREADS=1 vs 2 is localized to aten.mean and its line, with the thread
+#      counts named; repro.py shows 2 distinct outputs across the thread counts, 1 with the fix; a
+#      small script whose numbers do not depend on the thread count passes, the thread facts
+#      listed as varied on purpose, never counted;
 #  (b) a planted non-deterministic op (a draw from a clock-seeded generator) is localized to that
 #      op and line; data that differs (unpinned PYTHONHASHSEED) is traced to outside torch's ops;
 #  (c) the same script, pinned deterministic, passes;
@@ -13,14 +17,15 @@ cat >wide.py <<'PY'
 import torch
 torch.manual_seed(0)
 g = torch.Generator().manual_seed(0)
-x = torch.randn(256, 512, generator=g)
-y = torch.randint(0, 10, (256,), generator=g)
+x = torch.randn(2048, 512, generator=g)
+y = torch.randint(0, 10, (2048,), generator=g)
 model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(3):
     idx = torch.arange(step * 64, step * 64 + 64)
     opt.zero_grad()
-    out = model(x[idx])
+    xb = x[idx] - x.mean()
+    out = model(xb)
     loss = torch.nn.functional.cross_entropy(out, y[idx])
     loss.backward()
     opt.step()
@@ -34,11 +39,38 @@ run_rc "$REPRUN" exec -o "$T/a" --format json -q --vary env:OMP_NUM_THREADS=1,2 
 cp "$T/out" "$T/a.json"
 [[ $RC == 1 ]] || fail "(a) expected the runs at 1 and 2 threads to differ (torch's matmul splits across threads), exit $RC: $(head -c 2000 "$T/out") $(head -c 2000 "$T/err")"
 sentence=$(json "$T/a.json" 'd["pairs"][0]["localization"]["sentence"]')
-[[ $sentence == *"aten.addmm"*"wide.py:$(line_of wide.py 'out = model')"* ]] || [[ $sentence == *"wide.py:$(line_of wide.py 'out = model')"*"aten.addmm"* ]] ||
-  fail "(a) not localized to the matmul and its line: $sentence"
+[[ $sentence == "step 1, forward, wide.py:$(line_of wide.py 'x.mean()'): aten.mean — "* ]] ||
+  fail "(a) not localized to the reduction and its line: $sentence"
 [[ $sentence == *"same inputs, different outputs"* && $sentence == *"threads are 1 in A and 2 in B"* ]] ||
   fail "(a) the thread counts are not named: $sentence"
-grep -q "intra_op_threads" "$T/out" || fail "(a) the metadata diff does not show torch's thread count"
+"$PY" - "$T/a.json" <<'PYCHECK' || fail "(a) the thread facts: $(head -c 6000 "$T/a.json")"
+import json, sys
+pair = json.load(open(sys.argv[1]))["pairs"][0]
+meta = {m["key"]: m for m in pair["diff"]["metadata"]}
+assert meta["framework.determinism.intra_op_threads"]["kind"] == "varied", meta
+assert not [m for m in pair["diff"]["metadata"] if m["kind"] == "material"], "a varied fact counted"
+causes = [d["cause"] for d in pair["diff"]["diagnosis"]]
+assert all("same inputs and environment" not in c for c in causes), causes
+assert any("OMP_NUM_THREADS is 1 in A and 2 in B" in c and "intra_op_threads 1 -> 2" in c for c in causes), causes
+PYCHECK
+# Numbers that do not depend on the thread count (a small model): PASS, the thread facts varied.
+cat >small.py <<'PY'
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2))
+opt = torch.optim.Adam(model.parameters(), lr=0.01)
+x = torch.randn(64, 8)
+y = (x.sum(1) > 0).long()
+for step in range(4):
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+PY
+expect_rc 0 "$REPRUN" exec -o "$T/a0" -q --vary env:OMP_NUM_THREADS=1,2 -- "$PY" small.py
+grep -q "^PASS: 2 runs of the program identical" "$T/out" || fail "(a) equal numbers: $(cat "$T/out")"
+grep -q "IDENTICAL: 4 step records bitwise identical, metadata matches but for what was varied on purpose (OMP_NUM_THREADS 1 -> 2, torch's intra_op_threads 1 -> 2)" "$T/out" ||
+  fail "(a) equal numbers: the varied facts are not listed: $(cat "$T/out")"
 [[ $(json "$T/a/run-1/manifest.json" 'd["program"]["step_log"]') == automatic ]] || fail "(a) no automatic step log"
 [[ $(json "$T/a/run-1/manifest.json" 'd["framework"]["determinism"]["fill_uninitialized_memory"]') == None ]] ||
   fail "(a) fill_uninitialized_memory must be null on torch 1.13"
