@@ -15,7 +15,6 @@ imports torch (this package never imports it first). Then:
 Errors in here never break the program: they are reported once on stderr and capture stops.
 """
 
-import importlib.util
 import os
 import sys
 
@@ -26,38 +25,11 @@ def _warn(msg):
     print(f"reprun: {msg}", file=sys.stderr, flush=True)
 
 
-class _TorchWatcher:
-    """A meta-path finder that lets torch import normally, then installs the capture."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "torch":
-            return None
-        try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
-        spec = importlib.util.find_spec("torch")
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        loader_exec = spec.loader.exec_module
-
-        def exec_module(module):
-            loader_exec(module)
-            try:
-                _install(module)
-            except Exception as e:  # pragma: no cover - reported, never raised
-                _warn(f"capture disabled: {type(e).__name__}: {e}")
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
 def arm():
     """Waits for `import torch` (installs at once when torch is already imported)."""
-    if "torch" in sys.modules:
-        _install(sys.modules["torch"])
-    elif not any(isinstance(f, _TorchWatcher) for f in sys.meta_path):
-        sys.meta_path.insert(0, _TorchWatcher())
+    from .imports import after_import
+
+    after_import("torch", _install, lambda e: _warn(f"capture disabled: {type(e).__name__}: {e}"))
 
 
 def _install(torch):

@@ -129,6 +129,7 @@ class Capture:
         torch = self.torch
         self._patch_backward()
         self._patch_optimizers()
+        self._patch_zero_grad()
         self._patch_init_process_group()
         self.ckpt.install()
         mm = torch.nn.modules.module
@@ -257,6 +258,31 @@ class Capture:
             wrap(cls)
 
         Optimizer.__init_subclass__ = init_subclass
+
+    def _patch_zero_grad(self):
+        """The ops of Optimizer.zero_grad and Module.zero_grad get a phase of their own: a process
+        that just resumed has no gradients yet and runs none where the uninterrupted run zeroes
+        them in place (torch 1.13's default), which changes no number."""
+        torch = self.torch
+        cap = self
+        for cls in (torch.optim.Optimizer, torch.nn.Module):
+            zero_grad = cls.__dict__.get("zero_grad")
+            if zero_grad is None or getattr(zero_grad, "_reprun_wrapped", False):
+                continue
+
+            def wrap(original):
+                @functools.wraps(original)
+                def wrapped(obj, *args, **kwargs):
+                    saved, cap.phase = cap.phase, "zero_grad"
+                    try:
+                        return original(obj, *args, **kwargs)
+                    finally:
+                        cap.phase = saved
+
+                wrapped._reprun_wrapped = True
+                return wrapped
+
+            cls.zero_grad = wrap(zero_grad)
 
     # ---- module paths -------------------------------------------------------------------------
     def _module_pre(self, module, inputs):

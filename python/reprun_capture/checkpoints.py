@@ -32,6 +32,8 @@ import signal
 import sys
 import weakref
 
+from .imports import after_import
+
 # Ops that draw from a generator (the base of the op name, "aten.bernoulli_.float" -> "bernoulli_").
 RANDOM_OPS = frozenset({
     "bernoulli", "bernoulli_", "normal", "normal_", "uniform_", "random_", "randint", "randint_like", "rand",
@@ -135,6 +137,8 @@ class CheckpointWatch:
             if cls is not None:
                 self._track_init(cls, self.scalers)
         self._track_loaders()
+        if self.resume_saves:
+            self._patch_restores()
 
     def _track_init(self, cls, into):
         init = cls.__dict__.get("__init__")
@@ -176,6 +180,86 @@ class CheckpointWatch:
         if lines is None:
             lines = self._lines = _SourceLines(self.torch)
         return lines.find(sys._getframe(2))[1]
+
+    # ---- the program's restores of the global generators -------------------------------------
+    def _patch_restores(self):
+        """The resumed process: each module-level call that sets a global generator's state
+        (torch.set_rng_state, torch.cuda.set_rng_state(_all), np.random.set_state, random.setstate)
+        is recorded with the state it set, so that a generator the program restored is told from one
+        it did not, even when the number of draws before the boundary differs. A torch.Generator's
+        own set_state is a C method, which cannot be patched: its restores are not seen."""
+        torch = self.torch
+        import random
+
+        self._wrap_setter(torch, "set_rng_state", "torch.set_rng_state", self._torch_cpu_states)
+        self._wrap_setter(torch.random, "set_rng_state", "torch.set_rng_state", self._torch_cpu_states)
+        cuda = getattr(torch, "cuda", None)
+        for name in ("set_rng_state", "set_rng_state_all"):
+            self._wrap_setter(cuda, name, "torch.cuda." + name, self._torch_cuda_states)
+            self._wrap_setter(getattr(cuda, "random", None), name, "torch.cuda." + name, self._torch_cuda_states)
+        self._wrap_setter(random, "setstate", "random.setstate", self._python_states)
+        after_import("numpy.random", self._patch_numpy)
+
+    def _patch_numpy(self, np_random):
+        self._wrap_setter(np_random, "set_state", "np.random.set_state", self._numpy_states)
+
+    def _wrap_setter(self, module, name, call, states):
+        setter = getattr(module, name, None) if module is not None else None
+        if setter is None or getattr(setter, "_reprun_wrapped", False):
+            return
+        watch = self
+
+        @functools.wraps(setter)
+        def wrapped(*args, **kwargs):
+            result = setter(*args, **kwargs)
+            if not watch.resume_boundary_done and watch.active():
+                watch.cap.busy, busy = True, watch.cap.busy
+                try:
+                    where = watch._user_line()
+                    for gen, digest in states().items():
+                        watch.write({"event": "restore", "step": watch.cap.step, "generator": gen, "digest": digest,
+                                     "call": call, "where": where})
+                except Exception as e:
+                    watch.cap._fail(call, e)
+                finally:
+                    watch.cap.busy = busy
+            return result
+
+        wrapped._reprun_wrapped = True
+        try:
+            setattr(module, name, wrapped)
+        except Exception:
+            pass
+
+    # The global generators' states, digested as the boundary table digests them.
+    def _torch_cpu_states(self):
+        return {"torch CPU generator": _sha(bytes(self.torch.get_rng_state().numpy()))[:32]}
+
+    def _torch_cuda_states(self):
+        torch = self.torch
+        out = {}
+        try:
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                for d, st in enumerate(torch.cuda.get_rng_state_all()):
+                    out[f"torch CUDA generator {d}"] = _sha(bytes(st.numpy()))[:32]
+        except Exception:
+            pass
+        return out
+
+    def _numpy_states(self):
+        numpy = sys.modules.get("numpy")
+        if numpy is None:
+            return {}
+        try:
+            st = numpy.random.get_state()
+        except Exception:
+            return {}
+        return {"numpy global generator": _sha(st[1].tobytes() + repr((st[0], st[2], st[3], st[4])).encode())[:32]}
+
+    def _python_states(self):
+        import random
+
+        return {"Python random": _text_digest(random.getstate())}
 
     # ---- torch.save and torch.load ------------------------------------------------------------
     def _patch_save_load(self):
@@ -527,13 +611,8 @@ class CheckpointWatch:
             except Exception:
                 state = {}
             add(f"GradScaler {i}", "scaler", _text_digest(state), state if isinstance(state, dict) else {})
-        add("torch CPU generator", "generator", _sha(bytes(torch.get_rng_state().numpy()))[:32])
-        try:
-            if torch.cuda.is_available() and torch.cuda.is_initialized():
-                for d, st in enumerate(torch.cuda.get_rng_state_all()):
-                    add(f"torch CUDA generator {d}", "generator", _sha(bytes(st.numpy()))[:32])
-        except Exception:
-            pass
+        for name, digest in {**self._torch_cpu_states(), **self._torch_cuda_states()}.items():
+            add(name, "generator", digest)
         seen = set()
         for r, line in self.loaders:
             loader = r()
@@ -552,17 +631,8 @@ class CheckpointWatch:
             epoch = getattr(sampler, "epoch", None)
             if isinstance(epoch, int) and hasattr(sampler, "set_epoch"):
                 add("sampler epoch" + where, "data", _text_digest(epoch), {"epoch": epoch})
-        numpy = sys.modules.get("numpy")
-        if numpy is not None:
-            try:
-                st = numpy.random.get_state()
-                add("numpy global generator", "generator",
-                    _sha(st[1].tobytes() + repr((st[0], st[2], st[3], st[4])).encode())[:32])
-            except Exception:
-                pass
-        import random
-
-        add("Python random", "generator", _text_digest(random.getstate()))
+        for name, digest in {**self._numpy_states(), **self._python_states()}.items():
+            add(name, "generator", digest)
         if inputs is not None and inputs != ():
             from torch.utils._pytree import tree_flatten
 

@@ -5,7 +5,10 @@ One JSON line per op (docs/run-format.md, "ops.jsonl"):
    "mtype": "Linear", "func": "MLP.forward", "where": "train.py:46", "device": "cpu",
    "in": [fingerprints of the tensor inputs, fingerprinted before the op ran], "src": [for each
    input, the index of the op that last wrote its storage, or -1], "args": crc of the other
-   arguments, "out": [fingerprints of the tensor outputs] or null for uninitialized memory}
+   arguments, "argv": those arguments as text when short (absent otherwise), "out": [fingerprints
+   of the tensor outputs] or null for uninitialized memory}
+The phase is forward, backward, optimizer (inside an optimizer's step()) or zero_grad (inside
+Optimizer.zero_grad or Module.zero_grad: what it runs depends on whether gradients exist yet).
 and a last line {"end": "steps" | "max_ops" | "exit", "ops": N, "steps": S}.
 """
 
@@ -23,6 +26,7 @@ UNINITIALIZED_OPS = frozenset(
      "aten.empty_permuted.default", "aten.resize_.default", "aten._resize_output_.default"})
 
 _PLAIN = (int, float, bool, str, bytes, type(None), slice, complex)
+_ARGV_MAX = 120  # the longest text of the non-tensor arguments kept readable in a record
 
 
 def _plain_repr(torch, x):
@@ -215,6 +219,8 @@ class OpTracer:
             rec = {"i": i, "step": cap.step + 1, "phase": cap.phase, "op": name, "module": module, "mtype": module_type,
                    "func": fn, "where": where, "device": device, "in": fin, "src": src, "args": crc_text(other),
                    "out": fout}
+            if other and len(other) <= _ARGV_MAX:
+                rec["argv"] = other  # readable: a report can say which argument differs (a learning rate)
             self.out.write(json.dumps(rec, separators=(",", ":")) + "\n")
         except Exception as e:
             self._broken(e)

@@ -56,6 +56,9 @@ public:
         r.where = j.value("where", "");
         r.device = j.value("device", "");
         r.args = j.value("args", "");
+        if (j.contains("argv") && j["argv"].is_string()) {
+          r.argv = j["argv"].get<std::string>();
+        }
         r.in = j.at("in").get<std::vector<std::string>>();
         if (j.contains("src") && j["src"].is_array()) {
           r.src = j["src"].get<std::vector<long>>();
@@ -222,8 +225,9 @@ OpDivergence compare_op_traces(const std::string& path_a, const std::string& pat
   // The engine's gradient bookkeeping outside any module: skipped on both sides of a resume pair.
   auto next = [&](TraceReader& t) {
     std::optional<OpRecord> r = t.next();
-    while (resume_aligned && r && r->phase == "backward" && r->module.empty() &&
-           (r->op == "aten.detach.default" || r->op == "aten.add_.Tensor")) {
+    while (resume_aligned && r &&
+           (r->phase == "zero_grad" || (r->phase == "backward" && r->module.empty() &&
+                                        (r->op == "aten.detach.default" || r->op == "aten.add_.Tensor")))) {
       r = t.next();
     }
     return r;
@@ -270,6 +274,12 @@ OpDivergence compare_op_traces(const std::string& path_a, const std::string& pat
       d.kind = OpDivergence::Kind::inputs_differ;
       if (d.differing_inputs.empty()) {
         d.input_origin = "its non-tensor arguments differ (numbers computed from data that differs)";
+        if (d.a.argv && d.b.argv) {
+          d.input_origin = fmt::format("its non-tensor arguments differ ({} in A, {} in B{})", *d.a.argv, *d.b.argv,
+                                       d.a.phase == "optimizer" ? ": in the optimizer's step, the learning rate "
+                                                                  "or another hyperparameter"
+                                                                : "");
+        }
         return d;
       }
       const size_t k = d.differing_inputs.front();
@@ -382,7 +392,7 @@ std::string op_sentence(const OpDivergence& d, const OpCause& cause) {
     what = "same inputs, different outputs";
     break;
   case OpDivergence::Kind::inputs_differ:
-    what = "its inputs already differ";
+    what = d.arguments_differ() ? fmt::format("same tensor inputs, but {}", d.input_origin) : "its inputs already differ";
     break;
   case OpDivergence::Kind::paths_differ:
     if (!d.a.op.empty() && !d.b.op.empty()) {

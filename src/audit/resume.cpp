@@ -98,6 +98,7 @@ std::string BoundaryRow::verdict_words() const {
   case Verdict::restored: return kind == "batch" ? "same" : "restored";
   case Verdict::unused: return "unused";
   case Verdict::at_save: return "restored to the save";
+  case Verdict::by_program: return "restored by the program";
   case Verdict::never_restored: return "NOT restored";
   case Verdict::not_restored: return kind == "batch" ? "DIFFERS" : "NOT restored";
   case Verdict::missing: return "MISSING";
@@ -186,6 +187,17 @@ std::string digest_of(const StateEvent* s, const std::string& name) {
     return "";
   }
   return s->states[name].value("digest", "");
+}
+
+// The last restore of generator `name` the resumed process made before its boundary, or nullptr.
+const RestoreEvent* last_restore(const ProcessEvents& resumed, const std::string& name) {
+  const RestoreEvent* found = nullptr;
+  for (const auto& r : resumed.restores) {
+    if (r.generator == name) {
+      found = &r;
+    }
+  }
+  return found;
 }
 
 const ojson& detail_of(const StateEvent* s, const std::string& name) {
@@ -372,6 +384,12 @@ void fill_boundary_table(ResumeAudit& audit, const ProcessEvents& run1, const Pr
                    (draw.empty() ? std::string(" (not an op of torch that reprun saw: Python's random, numpy or "
                                                "another library)")
                                  : " (" + draw + ")");
+    } else if (const RestoreEvent* set = row.kind == "generator" ? last_restore(resumed, name) : nullptr;
+               set && !ds.empty() && set->digest == ds) {
+      row.verdict = BoundaryRow::Verdict::by_program;
+      row.detail = fmt::format("{} at {} set it back to its state at the save; it differs at the boundary because "
+                               "its draws differ in number",
+                               set->call, set->where);
     } else if (!df.empty() && d2 == df && row.kind != "batch") {
       row.verdict = BoundaryRow::Verdict::never_restored;
       row.detail = "it equals the state the program's own seeding gives";
@@ -392,20 +410,36 @@ void fill_boundary_table(ResumeAudit& audit, const ProcessEvents& run1, const Pr
     }
     audit.rows.push_back(std::move(row));
   }
-  // A batch that differs follows from the generator its order is drawn from, when one was not
-  // restored: a DataLoader's or sampler's first, else torch's (a shuffle without its own generator).
-  auto batch = std::find_if(audit.rows.begin(), audit.rows.end(),
-                            [](const BoundaryRow& r) { return r.kind == "batch" && !r.restored(); });
-  if (batch != audit.rows.end()) {
-    const BoundaryRow* gen = nullptr;
-    for (const auto& r : audit.rows) {
-      if (r.kind == "generator" && !r.restored() && (!gen || r.name.find("generator (") != std::string::npos)) {
-        gen = gen && gen->name.find("generator (") != std::string::npos ? gen : &r;
-      }
+  // The generators that were not restored: what a batch that differs, and the number of draws from a
+  // generator the program restored, follow from. A DataLoader's or sampler's own generator first (the
+  // order is drawn from it), else every one of them (a shuffle without its own generator draws from
+  // torch's; a batch built with numpy or Python's random from theirs).
+  std::vector<const BoundaryRow*> gens;
+  for (const auto& r : audit.rows) {
+    if (r.kind == "generator" && !r.restored()) {
+      gens.push_back(&r);
     }
-    if (gen) {
-      batch->detail = fmt::format("its order is drawn from {}, which was not restored", gen->name);
-      batch->fix = gen->fix;
+  }
+  auto own = std::find_if(gens.begin(), gens.end(),
+                          [](const BoundaryRow* r) { return r->name.find("generator (") != std::string::npos; });
+  if (own != gens.end()) {
+    gens = {*own};
+  }
+  std::string gen_names;
+  for (size_t i = 0; i < gens.size(); ++i) {
+    gen_names += i == 0 ? "" : i + 1 == gens.size() ? " and " : ", ";
+    gen_names += gens[i]->name;
+  }
+  const char* which = gens.size() == 1 ? "which was" : "which were";
+  for (auto& r : audit.rows) {
+    if (gens.empty()) {
+      break;
+    }
+    if (r.kind == "batch" && !r.restored()) {
+      r.detail = fmt::format("its order is drawn from {}, {} not restored", gen_names, which);
+      r.fix = gens.front()->fix;
+    } else if (r.verdict == BoundaryRow::Verdict::by_program) {
+      r.detail += fmt::format(", decided by {}, {} not restored", gen_names, which);
     }
   }
 }

@@ -81,8 +81,16 @@ ProcessEvents read_events(const std::string& path) {
       s.draws = j.contains("draws") && j["draws"].is_object() ? j["draws"] : ojson::object();
       s.resumed_from = number_of(j, "resumed_from", -1);
       out.states.push_back(std::move(s));
+    } else if (event == "restore") {
+      RestoreEvent r;
+      r.step = j["step"].get<long>();
+      r.generator = text_of(j, "generator");
+      r.digest = text_of(j, "digest");
+      r.call = text_of(j, "call");
+      r.where = text_of(j, "where");
+      out.restores.push_back(std::move(r));
     } else {
-      throw Error(where, fmt::format("unknown event \"{}\" (save, load or state)", event));
+      throw Error(where, fmt::format("unknown event \"{}\" (save, load, state or restore)", event));
     }
   }
   return out;

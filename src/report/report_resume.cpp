@@ -15,6 +15,7 @@ const char* verdict_key(BoundaryRow::Verdict v) {
   case BoundaryRow::Verdict::restored: return "restored";
   case BoundaryRow::Verdict::unused: return "unused";
   case BoundaryRow::Verdict::at_save: return "restored_to_save";
+  case BoundaryRow::Verdict::by_program: return "restored_by_program";
   case BoundaryRow::Verdict::never_restored: return "never_restored";
   case BoundaryRow::Verdict::not_restored: return "not_restored";
   case BoundaryRow::Verdict::missing: return "missing";
@@ -68,8 +69,7 @@ std::string resume_text(const ResumeAudit& a) {
       width = std::max(width, r.name.size());
     }
     for (const auto& r : a.rows) {
-      o += fmt::format("    {:<{}}  {}{}\n", r.name, width, r.verdict_words(),
-                       r.restored() || r.detail.empty() ? "" : ": " + r.detail);
+      o += fmt::format("    {:<{}}  {}{}\n", r.name, width, r.verdict_words(), r.shows_detail() ? ": " + r.detail : "");
       if (!r.restored()) {
         o += fmt::format("    {:<{}}    {}; fix: {}\n", "", width, r.consequence, r.fix);
       }
@@ -128,7 +128,8 @@ std::string resume_markdown(const ResumeAudit& a) {
   }
   o += esc_md(table_title(a)) + "\n\n| state | at the resume | what follows | fix |\n|---|---|---|---|\n";
   for (const auto& r : a.rows) {
-    const std::string v = r.restored() ? r.verdict_words() : "**" + r.verdict_words() + "**" + (r.detail.empty() ? "" : ": " + r.detail);
+    const std::string words = r.restored() ? r.verdict_words() : "**" + r.verdict_words() + "**";
+    const std::string v = words + (r.shows_detail() ? ": " + r.detail : "");
     o += fmt::format("| {} | {} | {} | {} |\n", esc_md(r.name), esc_md(v), r.restored() ? "" : esc_md(r.consequence),
                      r.restored() ? "" : esc_md(r.fix));
   }
@@ -154,7 +155,7 @@ std::string resume_html(const ResumeAudit& a) {
   for (const auto& r : a.rows) {
     o += fmt::format("<tr><td>{}</td><td class=\"{}\">{}{}</td><td>{}</td><td>{}</td></tr>\n", esc_xml(r.name),
                      r.restored() ? "ok" : "bad", esc_xml(r.verdict_words()),
-                     r.restored() || r.detail.empty() ? "" : ": " + esc_xml(r.detail),
+                     r.shows_detail() ? ": " + esc_xml(r.detail) : "",
                      r.restored() ? "" : esc_xml(r.consequence), r.restored() ? "" : esc_xml(r.fix));
   }
   o += "</table></div>\n";

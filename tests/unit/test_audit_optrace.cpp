@@ -72,3 +72,38 @@ TEST_CASE("A collective blamed with the same inputs gets the reduction-order cau
   CHECK(c.reason.find("same on every rank") != std::string::npos);
   CHECK(c.fix.find("NCCL_ALGO") != std::string::npos);
 }
+
+namespace {
+
+// A line of ops.jsonl with a phase and readable arguments ("argv"; none when empty).
+std::string op_in(long i, const std::string& phase, const std::string& name, const std::string& in,
+                  const std::string& argv, const std::string& out) {
+  const std::string args = argv.empty() ? "\"args\":\"0\"" : "\"args\":\"" + argv + "\",\"argv\":\"" + argv + "\"";
+  return "{\"i\":" + std::to_string(i) + ",\"step\":52,\"phase\":\"" + phase + "\",\"op\":\"" + name +
+         "\",\"module\":\"\",\"mtype\":\"\",\"func\":\"<module>\",\"where\":\"t.py:22\",\"device\":\"cpu\",\"in\":[\"" +
+         in + "\"],\"src\":[-1]," + args + ",\"out\":[\"" + out + "\"]}\n";
+}
+
+} // namespace
+
+TEST_CASE("After a resume, zero_grad's ops are skipped; an optimizer op whose arguments alone differ names them") {
+  testing::TempDir dir;
+  // run-1 zeroes its gradients in place; the resumed process has none yet and runs no op there.
+  testing::write(dir / "a.jsonl", op_in(0, "zero_grad", "aten.zero_.default", "g", "", "z") +
+                                      op_in(1, "forward", "aten.mul.Tensor", "x", "", "y") +
+                                      op_in(2, "optimizer", "aten.add_.Tensor", "w", "-0.052", "w1"));
+  testing::write(dir / "b.jsonl", op_in(0, "forward", "aten.mul.Tensor", "x", "", "y") +
+                                      op_in(1, "optimizer", "aten.add_.Tensor", "w", "-0.002", "w2"));
+  // Compared in lockstep without the resume alignment, the missing zero_ is where the paths part.
+  CHECK(compare_op_traces(dir / "a.jsonl", dir / "b.jsonl").kind == OpDivergence::Kind::paths_differ);
+  const OpDivergence d = compare_op_traces(dir / "a.jsonl", dir / "b.jsonl", true);
+  REQUIRE(d.kind == OpDivergence::Kind::inputs_differ);
+  CHECK(d.arguments_differ());
+  CHECK(d.a.op == "aten.add_.Tensor");
+  CHECK(d.input_origin == "its non-tensor arguments differ (-0.052 in A, -0.002 in B: in the optimizer's step, the "
+                          "learning rate or another hyperparameter)");
+  const std::string s = op_sentence(d, OpCause{"scheduler 0 NOT restored", "save it", ""});
+  CHECK(s.rfind("step 52, optimizer, t.py:22: aten.add_ \u2014 same tensor inputs, but its non-tensor arguments "
+                "differ (-0.052 in A",
+                0) == 0);
+}

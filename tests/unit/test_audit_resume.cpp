@@ -151,6 +151,45 @@ TEST_CASE("the boundary table: restored, never restored, restored to the save, u
   CHECK(none.no_table.find("after step 20") != std::string::npos);
 }
 
+TEST_CASE("the boundary table: a generator the program set back to its state at the save is restored by the program") {
+  // numpy's state is saved and set back; Python's is not: the number of numpy draws before the boundary
+  // follows Python's, so numpy differs there too, but only Python's random is not restored.
+  ProcessEvents run1, resumed;
+  const ojson first = {{"numpy global generator", state("generator", "n0")}, {"Python random", state("generator", "r0")}};
+  ojson saved = {{"numpy global generator", state("generator", "n40")}, {"Python random", state("generator", "r40")}};
+  ojson boundary = {{"numpy global generator", state("generator", "n40b")},
+                    {"Python random", state("generator", "r40b")},
+                    {"batch", state("batch", "b41")}};
+  run1.states = {at("first", 0, first), at("save", 40, saved), at("boundary", 40, boundary)};
+  ojson after = {{"numpy global generator", state("generator", "n40c")},
+                 {"Python random", state("generator", "r0b")},
+                 {"batch", state("batch", "b-other")}};
+  resumed.states = {at("resumed", 40, after)};
+  resumed.restores = {RestoreEvent{40, "numpy global generator", "n40", "np.random.set_state", "t.py:13"}};
+  ResumeAudit a;
+  a.resumed_from = 40;
+  fill_boundary_table(a, run1, resumed);
+  REQUIRE(a.has_table);
+  const BoundaryRow& np = row(a, "numpy global generator");
+  CHECK(np.verdict == BoundaryRow::Verdict::by_program);
+  CHECK(np.restored());
+  CHECK(np.shows_detail());
+  CHECK(np.verdict_words() == "restored by the program");
+  CHECK(np.detail == "np.random.set_state at t.py:13 set it back to its state at the save; it differs at the "
+                     "boundary because its draws differ in number, decided by Python random, which was not restored");
+  CHECK(row(a, "Python random").verdict == BoundaryRow::Verdict::not_restored);
+  CHECK(row(a, "batch").detail == "its order is drawn from Python random, which was not restored");
+  CHECK(row(a, "batch").fix == row(a, "Python random").fix);
+  CHECK(a.not_restored_names() == "Python random, batch");
+  // A restore to another state than the save's is not one.
+  resumed.restores[0].digest = "n7";
+  ResumeAudit b;
+  b.resumed_from = 40;
+  fill_boundary_table(b, run1, resumed);
+  CHECK(row(b, "numpy global generator").verdict == BoundaryRow::Verdict::not_restored);
+  CHECK(row(b, "batch").detail == "its order is drawn from numpy global generator and Python random, which were not restored");
+}
+
 TEST_CASE("resume_op_cause: a random draw is the generator, the optimizer's op the optimizer's state") {
   ResumeAudit a;
   a.resumed_from = 40;
@@ -176,12 +215,13 @@ TEST_CASE("resume_op_cause: a random draw is the generator, the optimizer's op t
   CHECK_FALSE(resume_op_cause(d, a));
 }
 
-TEST_CASE("read_events: saves, loads and states; a killed process's partial last line is not an event") {
+TEST_CASE("read_events: saves, loads, states and restores; a killed process's partial last line is not an event") {
   testing::TempDir dir;
   const std::string path = (std::filesystem::path(dir.path()) / "events.jsonl").string();
   write_file_atomic(path, R"({"event":"save","step":20,"kind":"checkpoint","holds":["optimizer"],"path":"c.pt","file":"/x/c.pt","sha256":"ab","bytes":9,"where":"t.py:8","after_backward":true,"pid":7}
 {"event":"load","step":0,"path":"c.pt","sha256":"ab","resumes_step":20,"where":"t.py:3","pid":8}
 {"event":"state","at":"boundary","step":20,"states":{"batch":{"kind":"batch","digest":"z"}},"draws":{}}
+{"event":"restore","step":20,"generator":"Python random","digest":"q","call":"random.setstate","where":"t.py:5","pid":8}
 {"event":"save","step":30,"ki)");
   const ProcessEvents e = read_events(path);
   REQUIRE(e.io.size() == 2);
@@ -192,6 +232,11 @@ TEST_CASE("read_events: saves, loads and states; a killed process's partial last
   CHECK(e.io[1].line == 2);
   REQUIRE(e.states.size() == 1);
   CHECK(e.states[0].states["batch"]["digest"] == "z");
+  REQUIRE(e.restores.size() == 1);
+  CHECK(e.restores[0].generator == "Python random");
+  CHECK(e.restores[0].digest == "q");
+  CHECK(e.restores[0].call == "random.setstate");
+  CHECK(e.restores[0].where == "t.py:5");
   CHECK_FALSE(read_events(path + ".missing").any());
   write_file_atomic(path, "{\"event\":\"save\",\"step\":1}\nnot json\n");
   CHECK(testing::error_of([&] { read_events(path); }).find("events.jsonl:2: not an event") != std::string::npos);

@@ -18,6 +18,7 @@ struct OpRecord {
   long index = -1;
   long step = 0;
   std::string phase, op, module, module_type, func, where, device, args;
+  std::optional<std::string> argv; // the non-tensor arguments as text, when the capture kept them (short)
   std::vector<std::string> in;
   std::vector<long> src; // per input: the op that last wrote its storage, -1 when none did
   std::optional<std::vector<std::string>> out; // absent: not compared (uninitialized memory)
@@ -34,6 +35,9 @@ struct OpDivergence {
   long ops_compared = 0;
   std::vector<size_t> differing_inputs; // positions in `in`
   std::string input_origin;             // inputs_differ: where the differing input came from
+  // inputs_differ with every tensor input equal: only the non-tensor arguments differ (a learning
+  // rate); differing_inputs is empty then.
+  bool arguments_differ() const { return kind == Kind::inputs_differ && differing_inputs.empty(); }
   std::string end_a, end_b;             // how each trace ended: steps | max_ops | exit | "" (cut short)
   // inputs_differ, in a data-parallel program: the first differing input is the result of a
   // collective, the `collective`-th (from 0) of A's trace; -1 otherwise. Each rank runs the same
@@ -47,7 +51,8 @@ struct OpDivergence {
 // at a resume boundary, one of them in a fresh process), the autograd engine's accumulation of a
 // parameter's gradient is not compared: a fresh process has no .grad yet and stores the first one
 // (aten.detach) where the uninterrupted run adds it to zeros (aten.add_); what it writes is
-// compared where it is read.
+// compared where it is read. Nor are the ops of zero_grad (phase "zero_grad"): the fresh process has
+// no gradient to zero where the uninterrupted run zeroes them in place.
 OpDivergence compare_op_traces(const std::string& path_a, const std::string& path_b, bool resume_aligned = false);
 
 // What the origin op is known for and how to fix it. fix_kind tells repro.py what to try:

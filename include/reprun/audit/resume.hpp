@@ -40,6 +40,9 @@ struct BoundaryRow {
     unused,           // a generator run-1 had not drawn from by the boundary (its state at the first forward):
                       // nothing of the run depends on it yet (an unseeded numpy or Python generator)
     at_save,          // equal to run-1's at the save, but run-1 drew from it between the save and the boundary
+    by_program,       // a global generator the resumed process set back (np.random.set_state, ...) to run-1's
+                      // state at the save: restored; it differs at the boundary only because the number of
+                      // draws from it since differs (another state that was not restored decides it)
     never_restored,   // equal to what the program's own seeding gives (run-1 at its first forward)
     not_restored,     // something else
     missing,          // run-1 had it, the resumed process has none
@@ -49,7 +52,12 @@ struct BoundaryRow {
   std::string detail;      // "last_epoch 3 in run-1, 1 after the resume"
   std::string consequence; // what follows from it
   std::string fix;
-  bool restored() const { return verdict == Verdict::restored || verdict == Verdict::unused; }
+  bool restored() const {
+    return verdict == Verdict::restored || verdict == Verdict::unused || verdict == Verdict::by_program;
+  }
+  // Whether the table shows the detail after the verdict (every row that is not restored, and a
+  // generator the program restored, whose difference at the boundary needs its explanation).
+  bool shows_detail() const { return !detail.empty() && (!restored() || verdict == Verdict::by_program); }
   // A difference that changes the training itself, whether or not the numbers part before the end.
   bool is_state() const;
   // "restored", "NOT restored", ...: the table's verdict words.

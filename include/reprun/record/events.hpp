@@ -6,6 +6,8 @@
 //    "holds":[...],"where":"train.py:54","resumes_step":40,"pid":124}
 //   {"event":"state","at":"first"|"save"|"boundary"|"resumed","step":40,"states":{NAME: {"kind":...,
 //    "digest":...,"detail":{...}}}, ...}
+//   {"event":"restore","step":40,"generator":"numpy global generator","digest":"...",
+//    "call":"np.random.set_state","where":"train.py:57","pid":124}   (the resumed process only)
 // A process killed with SIGKILL leaves at most a partial last line, which is not an event. The
 // reader is the one place that knows the line format; what the events mean is audit/resume.hpp's.
 #pragma once
@@ -45,11 +47,23 @@ struct StateEvent {
   long resumed_from = -1;          // at "resumed": the checkpoint's step, -1 when none was loaded
 };
 
+// The resumed process set a global generator's state through a module-level call (torch.set_rng_state,
+// torch.cuda.set_rng_state(_all), np.random.set_state, random.setstate) before its first training
+// forward: the state it set, digested as the boundary table's row of that generator is.
+struct RestoreEvent {
+  long step = 0;
+  std::string generator;           // the row's name: "torch CPU generator", "numpy global generator", ...
+  std::string digest;
+  std::string call;                // "np.random.set_state"
+  std::string where;               // "train.py:57"
+};
+
 struct ProcessEvents {
   std::string path;
   std::vector<CheckpointEvent> io; // saves and loads, in order
   std::vector<StateEvent> states;
-  bool any() const { return !io.empty() || !states.empty(); }
+  std::vector<RestoreEvent> restores; // in order
+  bool any() const { return !io.empty() || !states.empty() || !restores.empty(); }
 };
 
 // Reads an events file; a missing file has no events. Throws Error naming the file and line when a
