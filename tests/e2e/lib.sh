@@ -100,10 +100,22 @@ small_config() {
 JSON
 }
 
-# python_with MODULE: a Python interpreter that can import MODULE (the first python3 on PATH, then
-# Debian's /usr/bin/python3), or nothing.
+# python_with MODULE: a Python interpreter that can import MODULE, or nothing (a line on stderr says
+# why). The torch leg CTest runs the test on (REPRUN_TORCH_LEG, CMakeLists.txt) decides which:
+#   system (or unset): the first python3 on PATH, then Debian's /usr/bin/python3 (python3-torch 1.13);
+#   venv: the tests' virtual environment with PyPI's torch 2.x (tools/torch-venv, which make test's
+#         dependency step installs).
 python_with() {
   local py
+  if [[ ${REPRUN_TORCH_LEG:-system} == venv ]]; then
+    py=$(bash "$REPRUN_SRC/tools/torch-venv" python) || {
+      echo "the torch2 leg's virtual environment is not installed ($(bash "$REPRUN_SRC/tools/torch-venv" path); tools/torch-venv install makes it)" >&2
+      return 1
+    }
+    "$py" -c "import $1" >/dev/null 2>&1 && echo "$py" && return 0
+    echo "$py cannot import $1" >&2
+    return 1
+  fi
   for py in "$(command -v python3 || true)" /usr/bin/python3; do
     [[ -n $py && -x $py ]] || continue
     if "$py" -c "import $1" >/dev/null 2>&1; then
