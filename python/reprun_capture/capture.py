@@ -123,6 +123,13 @@ class Capture:
         self.loss_dtype = None  # of the first loss seen: diff counts the loss's ULPs in it
         self.pid = os.getpid()  # a forked child (a DataLoader worker) inherits the capture: it records nothing
         self.ckpt = CheckpointWatch(self, env)
+        self.compiled = False  # the program called torch.compile
+        self.compiled_modules = {}  # in a replay: id -> the modules it compiles (kept alive)
+        self.compiled_depth = 0  # in a replay: calls of functions it compiles under way
+        # torch.compile traces the global module hooks into the compiled code: they return at once
+        # there, which torch.compile reads as a constant (torch 2.x; torch 1.13 has no compiler).
+        self._compiling = _attr(lambda: torch.compiler.is_compiling) or _attr(lambda: torch._dynamo.is_compiling) \
+            or (lambda: False)
 
     # ---- installation -------------------------------------------------------------------------
     def install(self):
@@ -131,6 +138,7 @@ class Capture:
         self._patch_optimizers()
         self._patch_zero_grad()
         self._patch_init_process_group()
+        self._patch_compile()
         self.ckpt.install()
         mm = torch.nn.modules.module
         # Global module hooks name the modules (and, in a replay, give each op its module); they slow
@@ -259,6 +267,53 @@ class Capture:
 
         Optimizer.__init_subclass__ = init_subclass
 
+    def _patch_compile(self):
+        """Notes that the program calls torch.compile (the facts' "compiled"): its compiled code runs
+        kernels the op trace cannot see, so exec replays it with compilation off and says so. In such
+        a replay the code the program compiles is marked, so that the trace says which ops run
+        compiled in the program's own runs."""
+        torch = self.torch
+        compile_ = getattr(torch, "compile", None)
+        if compile_ is None or getattr(compile_, "_reprun_wrapped", False):
+            return
+        cap = self
+
+        def mark(target, result):
+            if isinstance(target, torch.nn.Module):
+                cap.compiled_modules[id(target)] = target
+                if isinstance(result, torch.nn.Module):
+                    cap.compiled_modules[id(result)] = result
+                return result
+            if not callable(result):
+                return result
+
+            @functools.wraps(result)
+            def marked(*args, **kwargs):
+                cap.compiled_depth += 1
+                try:
+                    return result(*args, **kwargs)
+                finally:
+                    cap.compiled_depth -= 1
+
+            return marked
+
+        @functools.wraps(compile_)
+        def wrapped(*args, **kwargs):
+            cap.compiled = True
+            target = args[0] if args else kwargs.get("model")
+            if target is None:  # @torch.compile(mode=...): a decorator to come
+                return lambda fn: wrapped(fn, *args[1:], **kwargs)
+            result = compile_(*args, **kwargs)
+            return mark(target, result) if cap.trace_path else result
+
+        wrapped._reprun_wrapped = True
+        torch.compile = wrapped
+
+    def in_compiled(self):
+        """In a replay: whether the program is running code it compiles (compilation is off here)."""
+        return self.compiled_depth > 0 or (
+            bool(self.compiled_modules) and any(id(m) in self.compiled_modules for m in self.module_stack))
+
     def _patch_zero_grad(self):
         """The ops of Optimizer.zero_grad and Module.zero_grad get a phase of their own: a process
         that just resumed has no gradients yet and runs none where the uninterrupted run zeroes
@@ -286,6 +341,8 @@ class Capture:
 
     # ---- module paths -------------------------------------------------------------------------
     def _module_pre(self, module, inputs):
+        if self._compiling():
+            return  # traced by torch.compile: the compiled code must not call into the capture
         if not self.module_stack:
             if id(module) not in self.module_names:
                 self._name_root(module)
@@ -294,13 +351,21 @@ class Capture:
         self.module_stack.append(module)
 
     def _module_post(self, module, inputs, output):
+        if self._compiling():
+            return
         # Pop down to this module (a module whose forward raised left its entry behind).
         while self.module_stack:
             if self.module_stack.pop() is module:
                 break
 
     def _name_root(self, root):
+        # A torch.compile'd module (OptimizedModule) is named as the module it wraps, so that its
+        # parameters have the same names compiled or not (not "_orig_mod.0.weight").
         self.roots.append(root)
+        orig = getattr(root, "_orig_mod", None)
+        if isinstance(orig, self.torch.nn.Module) and type(root).__name__ == "OptimizedModule":
+            self.module_names.setdefault(id(root), type(orig).__name__)
+            root = orig
         root_name = type(root).__name__
         for name, m in root.named_modules():
             self.module_names.setdefault(id(m), name or root_name)
@@ -470,6 +535,8 @@ class Capture:
             "loss_dtype": self.loss_dtype,
             "distributions": None,
         }
+        if self.compiled:  # only where the program called torch.compile: other programs' facts are unchanged
+            out["compiled"] = True
         if self.dist is not None:  # only where a process group existed: single-process facts are unchanged
             rank, world, backend = self.dist
             out["distributed"] = {"rank": rank, "world_size": world, "backend": backend}

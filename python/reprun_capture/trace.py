@@ -9,6 +9,8 @@ One JSON line per op (docs/run-format.md, "ops.jsonl"):
    of the tensor outputs] or null for uninitialized memory}
 The phase is forward, backward, optimizer (inside an optimizer's step()) or zero_grad (inside
 Optimizer.zero_grad or Module.zero_grad: what it runs depends on whether gradients exist yet).
+"compiled": true marks an op of code the program compiles with torch.compile (the replay runs it
+with compilation off).
 and a last line {"end": "steps" | "max_ops" | "exit", "ops": N, "steps": S}.
 """
 
@@ -219,6 +221,8 @@ class OpTracer:
             rec = {"i": i, "step": cap.step + 1, "phase": cap.phase, "op": name, "module": module, "mtype": module_type,
                    "func": fn, "where": where, "device": device, "in": fin, "src": src, "args": crc_text(other),
                    "out": fout}
+            if cap.compiled and cap.in_compiled():
+                rec["compiled"] = True  # the program's own runs ran this op in torch.compile'd code
             if other and len(other) <= _ARGV_MAX:
                 rec["argv"] = other  # readable: a report can say which argument differs (a learning rate)
             self.out.write(json.dumps(rec, separators=(",", ":")) + "\n")

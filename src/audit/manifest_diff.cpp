@@ -111,6 +111,7 @@ const std::vector<Rule>& rules() {
         {"framework.steps_seen", "framework", 90, K::informational},
         {"framework.capture_stopped", "framework", 90, K::informational},
         {"framework.loss_dtype", "framework", 90, K::informational},
+        {"framework.compiled", "code", 4, K::material}, // one run compiled with torch.compile, the other not
         {"framework", "libraries", 5, K::material},
         {"gpu", "gpu", 6, K::material},
         {"host.cpu_model", "cpu", 7, K::material},

@@ -56,6 +56,7 @@ public:
         r.where = j.value("where", "");
         r.device = j.value("device", "");
         r.args = j.value("args", "");
+        r.compiled = j.value("compiled", false);
         if (j.contains("argv") && j["argv"].is_string()) {
           r.argv = j["argv"].get<std::string>();
         }
@@ -234,6 +235,7 @@ OpDivergence compare_op_traces(const std::string& path_a, const std::string& pat
   };
   for (;;) {
     std::optional<OpRecord> ra = next(ta), rb = next(tb);
+    d.compiled_code = d.compiled_code || (ra && ra->compiled) || (rb && rb->compiled);
     if (!ra || !rb) {
       d.end_a = ta.end();
       d.end_b = tb.end();

@@ -61,6 +61,23 @@ std::string intra_op_threads(const ojson& framework) {
   return "";
 }
 
+// The first step whose record in `replay` (a step log of a replay) differs from its record in
+// `original`, among the steps up to `upto` both logs hold; -1 when every one of them is equal.
+long first_differing_record(const std::string& replay, const std::string& original, long upto) {
+  std::ifstream ra(replay), rb(original);
+  std::string la, lb;
+  for (long step = 1; step <= upto && std::getline(ra, la) && std::getline(rb, lb); ++step) {
+    if (la != lb) {
+      return step;
+    }
+  }
+  return -1;
+}
+
+bool compiled(const ojson& framework) {
+  return framework.is_object() && framework.contains("compiled") && framework["compiled"] == true;
+}
+
 // A data-parallel program whose root rank's first differing op reads the result of a collective:
 // the k-th collective of every rank is the same one, so its inputs are compared rank by rank. The
 // collective is blamed only when every rank gave it the same inputs in both runs; otherwise the
@@ -127,6 +144,10 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   const bool ranked = !pair.diff.ranks.empty();
   int rank = ranked ? std::max(dv.rank, 0) : 0;
   constexpr int k_attempts = 3;
+  // A program that calls torch.compile: the op trace cannot see inside compiled code, so the replays
+  // run with compilation off, and what they find stands only where their numbers are the compiled
+  // runs' numbers.
+  const bool compile_off = compiled(fa) || compiled(fb);
   OpDivergence od;
   int attempt = 1;
   for (; attempt <= k_attempts; ++attempt) {
@@ -136,6 +157,7 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     ReplaySpec spec;
     spec.trace_steps = limit;
     spec.trace_from = rr ? rr->audit.resumed_from : -1;
+    spec.compile_off = compile_off;
     const std::string dir_a = (root / fmt::format("run-{}", run_a.index)).string();
     const std::string dir_b = (root / fmt::format("run-{}", run_b->index)).string();
     try {
@@ -187,6 +209,41 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
                            k_attempts, od.ops_compared, limit);
     return loc;
   }
+  std::string compile_note;
+  if (compile_off) {
+    // Up to the op found, the replays ran the same kernels as the compiled runs unless an op ran in
+    // compiled code; then the finding stands only where the replays' records before the divergent
+    // step equal the compiled runs' (the compiled kernels gave the eager numbers so far).
+    const OpRecord& found = od.a.op.empty() ? od.b : od.a;
+    const fs::path root = fs::path(plan.opt.work_dir) / fmt::format("replay-{}.{}", pair.run, std::min(attempt, k_attempts));
+    long differ = -1;
+    if (od.compiled_code) {
+      const long upto = dv.step - 1;
+      differ = upto < 1 ? 1
+                        : first_differing_record((root / fmt::format("run-{}", run_a.index) / "steps.jsonl").string(),
+                                                 RunDir::open(run_a.dir).file(RunFile::steps), upto);
+    }
+    if (differ > 0) {
+      std::string why = "no step before it shows whether the compiled kernels give the eager numbers";
+      if (differ > 1 || dv.step > 1) {
+        why = fmt::format("the replay's numbers differ from the compiled run's from step {}", differ);
+      }
+      loc.note = fmt::format(
+          "op-level localization: the program runs torch.compile'd code, whose kernels the op trace cannot see; "
+          "replayed with compilation off (TORCHDYNAMO_DISABLE=1), the runs part at {} at {}, step {}, {}, and "
+          "{}, so that need not be where the compiled runs part. To localize inside the compiled code: run both "
+          "with compilation off (reprun exec --pin TORCHDYNAMO_DISABLE=1 ...): if they still part, that exec "
+          "names the op; if not, the difference is in the compiled kernels (torch.compile(..., "
+          "backend=\"aot_eager\") runs the same graph through ATen ops the trace sees)",
+          short_op_name(found.op), found.where, found.step,
+          found.compiled ? "an op of the compiled code" : "after ops of the compiled code", why);
+      return loc;
+    }
+    compile_note = "; replayed with compilation off (TORCHDYNAMO_DISABLE=1: the program calls torch.compile), ";
+    compile_note += od.compiled_code
+                        ? fmt::format("the replay's numbers equal the compiled run's up to step {}", dv.step - 1)
+                        : std::string("and no op up to this one runs in compiled code");
+  }
   OpCause cause = op_cause(od, fa, fb, env_thread_difference(ma, mb));
   bool resume_explains = false;
   if (rr) {
@@ -218,9 +275,9 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   loc.effect_step = dv.step;
   loc.loss_differs_from = dv.loss_differs_from;
   loc.sentence = (ranked ? fmt::format("rank {}, ", rank) : "") + op_sentence(od, cause);
-  loc.note = fmt::format("op trace{}: {} ops identical before it (replay attempt {} of {})",
+  loc.note = fmt::format("op trace{}: {} ops identical before it (replay attempt {} of {}){}",
                          ranked ? fmt::format(" of rank {}", rank) : "", od.ops_compared,
-                         std::min(attempt, k_attempts), k_attempts);
+                         std::min(attempt, k_attempts), k_attempts, compile_note);
   if (ranked && od.kind == OpDivergence::Kind::same_inputs) {
     // Saving an op's inputs ends the process that runs it: one rank gone leaves the others waiting in
     // their next collective.
@@ -231,6 +288,7 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     save.save_index = od.a.index;
     save.trace_from = rr ? rr->audit.resumed_from : -1;
     save.save_dir = (fs::path(plan.opt.work_dir) / fmt::format("repro-run-{}", pair.run)).string();
+    save.compile_off = compile_off;
     save.fix_kind = cause.fix_kind;
     std::string ta = intra_op_threads(fa), tb = intra_op_threads(fb);
     save.threads = ta.empty() ? tb : tb.empty() || tb == ta ? ta : ta + "," + tb;

@@ -481,6 +481,11 @@ ProcessResult run_program(const ExecPlan& plan, RunInProgress& r, const ProcessP
     if (replay.trace_from >= 0) {
       env["REPRUN_OP_TRACE_FROM"] = std::to_string(replay.trace_from); // ops counted from the resume boundary
     }
+    if (replay.compile_off) {
+      // Compiled code runs kernels no dispatch mode sees: the replay runs the program eagerly, and
+      // localize_ops checks that its numbers are the compiled runs' before it trusts what it finds.
+      env["TORCHDYNAMO_DISABLE"] = "1";
+    }
     if (replay.save_index >= 0) {
       env["REPRUN_OP_SAVE"] = std::to_string(replay.save_index);
       env["REPRUN_OP_SAVE_DIR"] = replay.save_dir;

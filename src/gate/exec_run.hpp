@@ -51,6 +51,7 @@ struct ReplaySpec {
   long trace_from = -1;
   long save_index = -1;
   std::string save_dir, fix_kind, threads;
+  bool compile_off = false; // the program calls torch.compile: replay it with compilation off (TORCHDYNAMO_DISABLE=1)
   bool any() const { return trace_steps > 0 || save_index >= 0; }
 };
 

@@ -19,6 +19,7 @@ struct OpRecord {
   long step = 0;
   std::string phase, op, module, module_type, func, where, device, args;
   std::optional<std::string> argv; // the non-tensor arguments as text, when the capture kept them (short)
+  bool compiled = false; // a replay with compilation off: the op runs in torch.compile'd code in the program's runs
   std::vector<std::string> in;
   std::vector<long> src; // per input: the op that last wrote its storage, -1 when none did
   std::optional<std::vector<std::string>> out; // absent: not compared (uninitialized memory)
@@ -43,6 +44,9 @@ struct OpDivergence {
   // collective, the `collective`-th (from 0) of A's trace; -1 otherwise. Each rank runs the same
   // collectives in the same order, so the k-th of every rank's trace is the same collective.
   long collective = -1;
+  // A replay with compilation off: an op up to the first differing one (it included) runs in
+  // torch.compile'd code in the program's own runs, where other kernels may give other numbers.
+  bool compiled_code = false;
 };
 
 // Compares two op traces. Throws Error (exit 2) when a trace cannot be read. A random draw whose
