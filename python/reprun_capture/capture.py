@@ -234,6 +234,12 @@ class Capture:
 
             @functools.wraps(step)
             def wrapped_step(opt, *args, **kwargs):
+                # A closure (LBFGS, Lightning's training_step) runs the forward and the backward inside
+                # step(): its ops are forward (and backward inside backward()), not the update's.
+                if args and callable(args[0]):
+                    args = (cap._forward_closure(args[0]),) + args[1:]
+                elif callable(kwargs.get("closure")):
+                    kwargs["closure"] = cap._forward_closure(kwargs["closure"])
                 cap.opt_depth += 1
                 saved, cap.phase = cap.phase, "optimizer"
                 try:
@@ -266,6 +272,19 @@ class Capture:
             wrap(cls)
 
         Optimizer.__init_subclass__ = init_subclass
+
+    def _forward_closure(self, closure):
+        cap = self
+
+        @functools.wraps(closure)
+        def forward_closure(*args, **kwargs):
+            saved, cap.phase = cap.phase, "forward"
+            try:
+                return closure(*args, **kwargs)
+            finally:
+                cap.phase = saved
+
+        return forward_closure
 
     def _patch_compile(self):
         """Notes that the program calls torch.compile (the facts' "compiled"): its compiled code runs

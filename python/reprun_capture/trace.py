@@ -201,7 +201,6 @@ class OpTracer:
             # A collective (c10d.*) may complete after its dispatched op returns (gloo): what its outputs
             # hold at that moment is not its result, so they are not compared; the ops that read them
             # later see the result in their inputs.
-            fout = None if uninit or name.startswith(("profiler.", "c10d.")) else cap.fp.many(tout)
             written = list(tout)
             if in_place:
                 for pos, a in enumerate(schema.arguments):
@@ -209,6 +208,9 @@ class OpTracer:
                         continue
                     value = args[pos] if pos < len(args) else kwargs.get(a.name)
                     written += self._tensors(value)[1]
+            # An op that writes in place and returns nothing (torch 2.x's _foreach_*_ and _fused_adam(w)_,
+            # the default optimizers' update) has what it wrote as its outputs.
+            fout = None if uninit or name.startswith(("profiler.", "c10d.")) else cap.fp.many(tout or written)
             for k, t in enumerate(written):
                 key = self._storage(t)
                 if key is not None:  # tensors without storage (FakeTensor, sparse) would share None

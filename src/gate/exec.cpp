@@ -220,7 +220,8 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     if (od.compiled_code) {
       const long upto = dv.step - 1;
       differ = upto < 1 ? 1
-                        : first_differing_record((root / fmt::format("run-{}", run_a.index) / "steps.jsonl").string(),
+                        : first_differing_record(RunDir::open((root / fmt::format("run-{}", run_a.index)).string())
+                                                     .file(RunFile::steps),
                                                  RunDir::open(run_a.dir).file(RunFile::steps), upto);
     }
     if (differ > 0) {
