@@ -192,7 +192,9 @@ CheckRun train_run(const CheckPlan& plan, int i, const std::string& dir,
   CheckRun run;
   run.index = i;
   run.dir = dir;
-  std::vector<std::string> args = {"train", plan.config, "-o", run.dir, "--quiet"};
+  // Not --quiet: the run's log says what train says (the data, evaluations, the resume point), so
+  // that a CI job that keeps the logs keeps something on a pass too.
+  std::vector<std::string> args = {"train", plan.config, "-o", run.dir};
   std::vector<std::string> parts;
   const auto targs = plan.thread_args(i);
   args.insert(args.end(), targs.begin(), targs.end());
@@ -256,7 +258,7 @@ CheckRun train_run(const CheckPlan& plan, int i, const std::string& dir,
                                     "resume from it could be tested (log: {})",
                                     i, kill_at, run.resume_checkpoint, log));
     }
-    std::vector<std::string> rargs = {"train", "--resume", run.dir, "--quiet"};
+    std::vector<std::string> rargs = {"train", "--resume", run.dir};
     rargs.insert(rargs.end(), targs.begin(), targs.end());
     rargs.insert(rargs.end(), rargs_ranks.begin(), rargs_ranks.end());
     c = run_child(plan.exe, rargs, log);
@@ -300,6 +302,21 @@ void validate_varied_configs(const CheckPlan& plan, int runs) {
       throw Error(fmt::format("--vary {} (run-{})", fmt::join(parts, " "), i), e.what());
     }
   }
+}
+
+// A config without a seed lets every run draw its own: the runs of a check would then differ by
+// their seeds, never by what the check varies. One seed is drawn for all of them (the replays and
+// resumes read it from their run's manifest) and the report says so.
+void draw_one_seed(CheckPlan& plan, CheckResult& res, const std::function<void(const std::string&)>& note) {
+  const Config cfg = load_config_file(plan.config, plan.sets);
+  if (!cfg.seed_drawn) {
+    return;
+  }
+  plan.sets.push_back(fmt::format("seed={}", cfg.seed));
+  res.notes.push_back(fmt::format("{} sets no seed: every run of this check trains with seed {}, drawn once for the "
+                                  "check (a run would draw its own otherwise); set \"seed\" in the config to choose it",
+                                  res.config, cfg.seed));
+  note(res.notes.back());
 }
 
 // A resume variation must stop the run before its last step and after a checkpoint, or it tests
@@ -529,6 +546,7 @@ CheckResult run_check(const CheckOptions& opt) {
   res.vary = opt.vary;
   res.work_dir = opt.work_dir;
   validate_varied_configs(plan, runs);
+  draw_one_seed(plan, res, note);
   const auto dirs = plan_run_dirs(res.work_dir, runs, "check");
   for (int i = 1; i <= runs; ++i) {
     res.runs.push_back(train_run(plan, i, dirs[static_cast<size_t>(i - 1)], note));
