@@ -4,6 +4,8 @@
 #include "reprun/audit/diff.hpp"
 #include "reprun/train/settings.hpp"
 
+#include "audit/trainer_facts.hpp"
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <map>
@@ -20,6 +22,9 @@ void flatten(const ojson& j, const std::string& prefix, std::map<std::string, st
       std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
       if (key == "data.files" || key == "inputs.files") {
         continue; // compared file by file
+      }
+      if (key == "config_key_digests") {
+        continue; // a digest of each config key, which are compared themselves
       }
       flatten(*it, key, out);
     }
@@ -199,8 +204,10 @@ void settle_config_digests(const ojson& a, const ojson& b, std::vector<MetaDelta
   if (da.empty() || db.empty()) {
     return;
   }
+  // A data path that changed with the data's bytes the same (trainer_facts.hpp) is a key listed too.
   const bool keys_differ = std::any_of(deltas.begin(), deltas.end(), [](const MetaDelta& d) {
-    return d.kind == MetaDelta::Kind::material && has_prefix(d.key, "config");
+    return (d.kind == MetaDelta::Kind::material && has_prefix(d.key, "config")) ||
+           (d.kind == MetaDelta::Kind::informational && is_data_path_key(d.key));
   });
   for (auto& d : deltas) {
     const bool file = d.key == "config_file.sha256";
@@ -217,6 +224,9 @@ void settle_config_digests(const ojson& a, const ojson& b, std::vector<MetaDelta
 // at optimizer steps, and nothing more once it stopped: a run with no step, or whose capture
 // stopped or never started, did not find those facts different; it never looked.
 std::string unrecorded_reason(const ojson& m, const std::string& key, const char* side) {
+  if (key == "config_file.left_to_data") {
+    return fmt::format("not recorded in {}: its reprun predates the record", side);
+  }
   if (!has_prefix(key, "framework") || key == "framework.steps_seen" || key == "framework.capture_stopped") {
     return "";
   }
@@ -306,7 +316,10 @@ std::vector<MetaDelta> diff_manifests(const ojson& a, const ojson& b, const Diff
       }
     }
   }
+  settle_data_names(a, b, out, dataset);
   settle_config_digests(a, b, out);
+  settle_data_effects(a, b, out);
+  settle_trainer_facts(a, b, out);
   mark_unrecorded(a, b, out);
   if (dataset.any()) {
     MetaDelta d;
@@ -314,6 +327,10 @@ std::vector<MetaDelta> diff_manifests(const ojson& a, const ojson& b, const Diff
     d.a = std::to_string(file_map(a, "data").size() + file_map(a, "inputs").size()) + " files";
     d.b = std::to_string(file_map(b, "data").size() + file_map(b, "inputs").size()) + " files";
     classify(d, opt);
+    if (dataset.same_bytes && d.kind == MetaDelta::Kind::material) {
+      d.kind = MetaDelta::Kind::informational;
+      d.why = "the same bytes in the same order under other file names: the same rows";
+    }
     out.push_back(d);
   }
   std::stable_sort(out.begin(), out.end(), [](const MetaDelta& x, const MetaDelta& y) {

@@ -269,6 +269,16 @@ std::string describe_data(const Dataset& d, long validation_rows) {
 
 Dataset load_dataset(Config& cfg, ThreadPool* pool) {
   DataConfig& dc = cfg.data;
+  std::vector<std::string> left;
+  if (dc.kind != "synthetic" && dc.classes == 0) {
+    left.push_back("data.classes");
+  }
+  if (dc.kind == "csv" && dc.header == "auto") {
+    left.push_back("data.header");
+  }
+  if (dc.kind == "csv" && dc.label_column < 0) {
+    left.push_back("data.label_column");
+  }
   Dataset d;
   if (dc.kind == "synthetic") {
     d = make_synthetic(dc, data_seed(cfg), pool);
@@ -297,6 +307,7 @@ Dataset load_dataset(Config& cfg, ThreadPool* pool) {
   if (d.class_counts.empty()) {
     d.class_counts = count_classes(d);
   }
+  d.left_to_data = std::move(left);
   return d;
 }
 

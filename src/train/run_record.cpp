@@ -73,7 +73,8 @@ ojson build_manifest(const TrainOptions& opt, const Config& cfg, const std::stri
   m["config_file"] = {{"path", cfg.source},
                       {"dir", cfg.base_dir},
                       {"sha256", config_text_digest},
-                      {"overrides", opt.overrides}};
+                      {"overrides", opt.overrides},
+                      {"left_to_data", data.left_to_data}};
   ojson resolved = config_to_json(cfg);
   m["config"] = resolved;
   m["config_digest"] = result_config_digest(resolved.dump());
