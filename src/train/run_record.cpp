@@ -78,6 +78,7 @@ ojson build_manifest(const TrainOptions& opt, const Config& cfg, const std::stri
   ojson resolved = config_to_json(cfg);
   m["config"] = resolved;
   m["config_digest"] = result_config_digest(resolved.dump());
+  m["config_key_digests"] = result_key_digests(resolved.dump());
   m["seeds"] = {{"experiment", cfg.seed}, {"drawn_from_os", cfg.seed_drawn}};
   if (cfg.data.seed) {
     m["seeds"]["data"] = *cfg.data.seed;
