@@ -319,6 +319,48 @@ void draw_one_seed(CheckPlan& plan, CheckResult& res, const std::function<void(c
   note(res.notes.back());
 }
 
+// The atomic reduction (determinism.reduction "atomic") is there to differ, and check expects it
+// to: when its runs are identical, the report says so and why, rather than pass in silence. Its
+// chunks of 8 samples are added into a gradient zeroed at each step in an order drawn per process;
+// two partials added to zero give the same bits in either order, so runs can differ only from 3
+// chunks per micro-batch (17 rows), or 2 where a micro-batch adds to a gradient that already holds
+// the step's earlier micro-batches (accumulation above 1).
+void warn_if_atomic_agreed(CheckResult& res, const std::function<void(const std::string&)>& note) {
+  if (!res.identical) {
+    return;
+  }
+  long rows = 0, batch = 0, accumulation = 1;
+  bool atomic = false, can_differ = false;
+  for (const auto& run : res.runs) {
+    const ojson cfg = RunDir::open(run.dir).read_manifest().value("config", ojson::object());
+    const ojson::json_pointer reduction("/determinism/reduction"), b("/training/batch_size"),
+        acc("/training/accumulation");
+    if (!cfg.contains(reduction) || cfg.at(reduction) != "atomic") {
+      continue;
+    }
+    atomic = true;
+    batch = cfg.value(b, 0L);
+    accumulation = std::max(1L, cfg.value(acc, 1L));
+    const long r = (batch + accumulation - 1) / accumulation, chunks = (r + 7) / 8;
+    rows = std::max(rows, r);
+    can_differ = can_differ || chunks >= 3 || (accumulation > 1 && chunks >= 2);
+  }
+  if (!atomic) {
+    return;
+  }
+  std::string why =
+      can_differ
+          ? "the gate did not show that it can fail here; run it again, or reprun selftest, which requires it to"
+          : fmt::format("here a micro-batch has at most {} rows (training.batch_size {}, accumulation {}), {} "
+                        "chunk{} of 8 samples, whose partial sums add to the same bits in either order: atomic runs "
+                        "can differ only from 17 rows per micro-batch (9 with accumulation above 1)",
+                        rows, batch, accumulation, (rows + 7) / 8, rows > 8 ? "s" : "");
+  res.notes.push_back(fmt::format("warning: determinism.reduction is \"atomic\", which check expects to differ, yet "
+                                  "the {} runs are identical: {}",
+                                  res.runs.size(), why));
+  note(res.notes.back());
+}
+
 // A resume variation must stop the run before its last step and after a checkpoint, or it tests
 // nothing: each step of `resume` is checked against run 1's length and checkpoint cadence (the
 // same for every run: no dimension varies them) before any other run is trained. Returns, for each,
@@ -573,6 +615,7 @@ CheckResult run_check(const CheckOptions& opt) {
         }
       },
       fmt::format("{} runs bitwise identical", runs));
+  warn_if_atomic_agreed(res, note);
   return res;
 }
 

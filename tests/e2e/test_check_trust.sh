@@ -1,5 +1,6 @@
 # What check says must be true (issue 41): a config without a seed gets one seed for all its runs,
-# never a false "not deterministic" (item 2); the runs' logs say what train said, also on a pass
+# never a false "not deterministic" (item 2); an atomic reduction that passes is said to have been
+# expected to differ (item 7); the runs' logs say what train said, also on a pass
 # (item 9).
 source "$(dirname "$0")/lib.sh"
 small_config "$T/c.json"
@@ -22,6 +23,25 @@ json_edit "$T/c.json" seed+=5
 expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/seed" -q
 ! grep -q 'sets no seed' "$T/out" || fail "a config with a seed got the note: $(cat "$T/out")"
 [[ $(json_get "$T/seed/run-2/manifest.json" config.seed) == 5 ]] || fail "seed 5 not kept"
+
+# Item 7: an atomic reduction that cannot differ (batch 16: 2 chunks of 8 samples, whose partials
+# add to the same bits in either order) passes, as its bits are equal, but check says it expected a
+# difference and why (before: a plain PASS). From 17 rows per micro-batch it fails, 1 thread or not.
+expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/atomic16" --vary threads=1,1 -q --format json \
+  --set determinism.reduction=atomic --set training.batch_size=16
+python3 - "$T/out" <<'PY' || fail "atomic, batch 16: $(head -c 3000 "$T/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["identical"] is True, r["verdict"]
+assert any(n.startswith('warning: determinism.reduction is "atomic", which check expects to differ, yet the 2 runs '
+                        'are identical: here a micro-batch has at most 16 rows (training.batch_size 16, accumulation '
+                        '1), 2 chunks of 8 samples') for n in r.get("notes", [])), r.get("notes")
+PY
+expect_rc 1 "$REPRUN" check "$T/c.json" -o "$T/atomic17" --vary threads=1,1 -q \
+  --set determinism.reduction=atomic --set training.batch_size=17
+! grep -q 'expects to differ' "$T/out" || fail "a failing atomic check got the warning"
+expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/ordered16" --vary threads=1,2 -q --set training.batch_size=16
+! grep -q 'expects to differ' "$T/out" || fail "an ordered check got the warning"
 
 # Item 9: on a pass, the runs' logs hold what train printed (before: empty, with every child --quiet).
 for i in 1 2; do
