@@ -426,6 +426,38 @@ std::string render_diff(const DiffResult& r, ReportFormat f, bool color) {
   return "";
 }
 
+std::string render_check_error(const std::string& kind, const std::string& subject, const std::string& error,
+                               ReportFormat f) {
+  const std::string what = kind == "exec" ? "program" : "config";
+  const std::string verdict = "ERROR: " + error;
+  switch (f) {
+  case ReportFormat::text: return fmt::format("{}\n  {}: {}\n", verdict, what, subject);
+  case ReportFormat::json: {
+    nlohmann::ordered_json j = {{"format", "reprun.report/1"}, {"kind", kind},     {"identical", false},
+                                {"verdict", verdict},          {what, subject},     {"error", error}};
+    return j.dump(2) + "\n";
+  }
+  case ReportFormat::markdown:
+    return fmt::format("## reprun {} ⚠️ {}\n\n{} `{}`: no verdict (exit 2).\n\n", kind, esc_md(verdict),
+                       what == "config" ? "Config" : "Program", subject);
+  case ReportFormat::junit: {
+    const std::string name = fmt::format("reprun {} {}", kind, subject);
+    std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    o += "<testsuites name=\"reprun\" tests=\"1\" failures=\"0\" errors=\"1\">\n";
+    o += fmt::format("  <testsuite name=\"{}\" tests=\"1\" failures=\"0\" errors=\"1\">\n", esc_xml(name));
+    o += fmt::format("    <testcase classname=\"reprun\" name=\"{}\">\n", esc_xml(name));
+    o += fmt::format("      <error message=\"{}\" type=\"error\">{}</error>\n", esc_xml(error), esc_xml(verdict));
+    o += "    </testcase>\n  </testsuite>\n</testsuites>\n";
+    return o;
+  }
+  case ReportFormat::html:
+    return html_page("reprun " + kind,
+                     fmt::format("<p class=\"verdict bad\">{}</p>\n<p>{} <code>{}</code>: no verdict (exit 2).</p>\n",
+                                 esc_xml(verdict), what, esc_xml(subject)));
+  }
+  return "";
+}
+
 std::string render_check(const CheckResult& r, ReportFormat f, bool color) {
   switch (f) {
   case ReportFormat::text: return render_check_text(r, color);

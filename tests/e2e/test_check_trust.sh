@@ -1,6 +1,7 @@
 # What check says must be true (issue 41): a config without a seed gets one seed for all its runs,
 # never a false "not deterministic" (item 2); an atomic reduction that passes is said to have been
-# expected to differ (item 7); the runs' logs say what train said, also on a pass
+# expected to differ (item 7); a check that exits 2 writes its error into its reports (item 8); the
+# runs' logs say what train said, also on a pass
 # (item 9).
 source "$(dirname "$0")/lib.sh"
 small_config "$T/c.json"
@@ -42,6 +43,29 @@ expect_rc 1 "$REPRUN" check "$T/c.json" -o "$T/atomic17" --vary threads=1,1 -q \
 ! grep -q 'expects to differ' "$T/out" || fail "a failing atomic check got the warning"
 expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/ordered16" --vary threads=1,2 -q --set training.batch_size=16
 ! grep -q 'expects to differ' "$T/out" || fail "an ordered check got the warning"
+
+# Item 8: a check that cannot give a verdict (exit 2) writes the error into its reports, so that a
+# CI test view shows it (before: no --junit, --html or --markdown file at all).
+for case in "epochs --set training.epochs=0" "resume --vary resume=3"; do
+  set -- $case
+  name=$1
+  shift
+  GITHUB_STEP_SUMMARY="$T/$name.summary" expect_rc 2 "$REPRUN" check "$T/c.json" -o "$T/err-$name" -q "$@" \
+    --junit "$T/$name.xml" --html "$T/$name.html" --markdown "$T/$name.md"
+  error=$(sed 's/^reprun: error: //' "$T/err")
+  python3 - "$T/$name.xml" "$error" <<'PY' || fail "$name: junit: $(cat "$T/$name.xml")"
+import sys, xml.etree.ElementTree as E
+root = E.parse(sys.argv[1]).getroot()
+assert root.get("errors") == "1" and root.get("failures") == "0", root.attrib
+errors = root.findall("./testsuite/testcase/error")
+assert len(errors) == 1 and errors[0].get("message") == sys.argv[2], (errors[0].attrib if errors else None, sys.argv[2])
+PY
+  for f in "$name.html" "$name.md" "$name.summary"; do
+    grep -qF "ERROR: ${error//&/&amp;}" "$T/$f" || grep -qF "ERROR: $error" "$T/$f" || fail "$name: $f lacks the error: $(cat "$T/$f")"
+  done
+done
+grep -q 'training.epochs: must be between 1' "$T/epochs.xml" || fail "epochs: $(cat "$T/epochs.xml")"
+grep -q 'the run saved no checkpoint by step 3' "$T/resume.xml" || fail "resume: $(cat "$T/resume.xml")"
 
 # Item 9: on a pass, the runs' logs hold what train printed (before: empty, with every child --quiet).
 for i in 1 2; do
