@@ -6,6 +6,8 @@
 
 #include "audit/trainer_facts.hpp"
 
+#include "reprun/core/error.hpp"
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <map>
@@ -266,11 +268,44 @@ void mark_unrecorded(const ojson& a, const ojson& b, std::vector<MetaDelta>& del
 
 } // namespace
 
+// An --ignore-meta prefix that matches no key of either manifest is a mistyped key ("hots"), which
+// would otherwise ignore nothing in silence: refused, with the nearest key.
+void refuse_unknown_ignores(const ojson& a, const ojson& b, const std::map<std::string, std::string>& fa,
+                            const std::map<std::string, std::string>& fb, const DiffOptions& opt) {
+  for (const auto& p : opt.ignore_meta) {
+    bool known = false;
+    std::vector<std::string> names;
+    for (const auto* flat : {&fa, &fb}) {
+      for (const auto& [key, value] : *flat) {
+        known = known || has_prefix(key, p);
+        for (size_t dot = key.find('.'); names.size() < 4000; dot = key.find('.', dot + 1)) {
+          names.push_back(key.substr(0, dot)); // every section on the way, and the key itself
+          if (dot == std::string::npos) {
+            break;
+          }
+        }
+      }
+    }
+    for (const char* files : {"data.files", "inputs.files"}) { // compared file by file, not flattened
+      const ojson::json_pointer ptr(std::string("/") + (files[0] == 'd' ? "data" : "inputs") + "/files");
+      const bool recorded = (a.is_object() && a.contains(ptr)) || (b.is_object() && b.contains(ptr));
+      known = known || (recorded && has_prefix(files, p));
+    }
+    if (!known) {
+      std::sort(names.begin(), names.end());
+      names.erase(std::unique(names.begin(), names.end()), names.end());
+      throw Error("--ignore-meta " + p, "matches no metadata key of either run, so it would ignore nothing" +
+                                            did_you_mean(p, names));
+    }
+  }
+}
+
 std::vector<MetaDelta> diff_manifests(const ojson& a, const ojson& b, const DiffOptions& opt,
                                       DatasetDelta& dataset) {
   std::map<std::string, std::string> fa, fb;
   flatten(a, "", fa);
   flatten(b, "", fb);
+  refuse_unknown_ignores(a, b, fa, fb, opt);
   std::vector<MetaDelta> out;
   auto ia = fa.begin();
   auto ib = fb.begin();

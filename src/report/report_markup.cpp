@@ -364,9 +364,13 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
   for (const auto& m : r.meta) {
     std::string a = m.key == "data.files" ? dataset_sentence(r.dataset) : short_value(m.a);
     std::string b = m.key == "data.files" ? "" : short_value(m.b);
-    o += fmt::format("<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+    // Values, keys and reasons may break anywhere (digests and paths have no spaces), so that the
+    // table fits the page with every column in view.
+    const bool counted = m.kind == MetaDelta::Kind::material;
+    o += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"v\"><code>{}</code></td><td class=\"v\">{}</td>"
+                     "<td class=\"v\">{}</td><td class=\"v\">{}</td></tr>\n",
                      m.rank, esc_xml(m.category), esc_xml(m.key), esc_xml(a), esc_xml(b),
-                     m.kind == MetaDelta::Kind::material ? "yes" : "no");
+                     m.why.empty() ? (counted ? "yes" : "no") : esc_xml((counted ? "yes: " : "no: ") + m.why));
   }
   if (r.meta.empty()) {
     o += "<tr><td colspan=\"6\">none</td></tr>\n";
@@ -395,8 +399,9 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
 }
 
 // Fits any width: plots scale down with the page (viewBox, max-width), long text outside tables
-// wraps anywhere, column headers never wrap, table cells wrap between words, and a table wider
-// than a narrow window scrolls inside its own box instead of widening the page.
+// wraps anywhere, column headers never wrap, table cells wrap between words (cells of class "v",
+// the metadata's keys and values, anywhere: a digest is one long word), and a table wider than a
+// narrow window scrolls inside its own box instead of widening the page.
 std::string html_page(const std::string& title, const std::string& body, const std::string& extra_css) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>" +
@@ -405,7 +410,8 @@ std::string html_page(const std::string& title, const std::string& body, const s
          "overflow-wrap:anywhere}code{background:#f3f3f3}svg{display:block;max-width:100%;height:auto}"
          ".scroll{max-width:100%;overflow-x:auto}"
          "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
-         "th{white-space:nowrap;overflow-wrap:normal}td{overflow-wrap:break-word}tr.peak{background:#fff4e0}"
+         "th{white-space:nowrap;overflow-wrap:normal}td{overflow-wrap:break-word}td.v{overflow-wrap:anywhere}"
+         "tr.peak{background:#fff4e0}"
          ".ok{color:#070;font-weight:bold}.bad{color:#b00;font-weight:bold}.loc{background:#fff4e0;padding:6px}"
          "@media (max-width:600px){body{margin:0.5em auto;padding:0 0.5em}}" +
          extra_css +

@@ -678,6 +678,9 @@ TrainResult run_training(const TrainOptions& opt) {
   if (s.writer) {
     lock.emplace(resume_or_start(s));
     s.note("data: " + describe_data(s.data, s.plan.val_samples)); // once every input was accepted
+    for (const auto& w : s.data.warnings) {
+      s.note("warning: data: " + w);
+    }
   }
   if (s.ranks) {
     share_start(s);

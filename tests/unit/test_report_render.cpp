@@ -188,7 +188,7 @@ TEST_CASE("report: escapes, data files, non-finite numbers in every format match
   const std::string html = render_diff(r, ReportFormat::html, false);
   CHECK(html.find("<a>") == std::string::npos);
   CHECK(html.find("<code>runs/&lt;a&gt;&amp;&apos;x&apos;</code>") != std::string::npos);
-  CHECK(html.find("<td>&quot;x&lt;y&quot;</td>") != std::string::npos);
+  CHECK(html.find("<td class=\"v\">&quot;x&lt;y&quot;</td>") != std::string::npos);
   const std::string junit = render_diff(r, ReportFormat::junit, false);
   CHECK(junit.find("runs/&lt;a&gt;&amp;&apos;x&apos;") != std::string::npos);
   CHECK(junit.find("<a>") == std::string::npos);

@@ -36,6 +36,9 @@ struct Dataset {
   // label_column), resolved from it: recorded, so that a diff tells values the data decided from
   // values a config set.
   std::vector<std::string> left_to_data;
+  // What a person should hear of before trusting a run on this data (a column of row IDs trained as
+  // a feature); train says each once, as a warning, when it starts.
+  std::vector<std::string> warnings;
 };
 
 // The smallest and largest number of samples of a class.
