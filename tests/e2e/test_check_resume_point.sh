@@ -50,7 +50,8 @@ grep -q 'train --resume did not continue from the killed run' "$T/out" || fail "
 # docs/ci.md's example with the defaults: checkpoint_every is min(100, steps per epoch), here 100.
 cp "$T/c.json" "$T/train.json"
 json_edit "$T/train.json" data.samples=4000 training.epochs=2 training.checkpoint_every:delete training.eval_every:delete
-expect_rc 0 "$REPRUN" check "$T/train.json" -o "$T/ci" --vary threads=1,2 --vary resume=150 -q
+expect_rc 0 "$REPRUN" check "$T/train.json" -o "$T/ci" --vary threads=1,2,4 --vary resume=150 -q
 grep -q '^  run-2: threads=2; killed after step 150 and resumed from step 100 -> complete$' "$T/out" ||
   fail "ci.md example: $(cat "$T/out")"
+grep -q '^  run-3: threads=4 -> complete$' "$T/out" || fail "ci.md example: $(cat "$T/out")"
 pass
