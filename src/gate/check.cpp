@@ -486,6 +486,16 @@ CheckResult run_search_check(const CheckOptions& opt, const std::vector<Dim>& di
   res.config = opt.config;
   res.vary = opt.vary;
   res.work_dir = opt.work_dir;
+  // As for a training check: a search without a seed would draw an experiment seed per run.
+  std::vector<std::string> sets = opt.sets;
+  if (const SearchConfig sc = load_search_config(opt.config, sets); sc.base.seed_drawn) {
+    sets.push_back(fmt::format("seed={}", sc.base.seed));
+    res.notes.push_back(fmt::format("{} sets no seed: every search of this check runs with experiment seed {}, drawn "
+                                    "once for the check (a search would draw its own otherwise); set \"seed\" in the "
+                                    "config to choose it",
+                                    opt.config, sc.base.seed));
+    note(res.notes.back());
+  }
   const auto dirs = plan_run_dirs(res.work_dir, runs, "check");
   for (int i = 1; i <= runs; ++i) {
     CheckRun run;
@@ -495,7 +505,7 @@ CheckResult run_search_check(const CheckOptions& opt, const std::vector<Dim>& di
     run.variation = jobs ? fmt::format("jobs={}", j) : "";
     std::vector<std::string> args = {"search", fs::absolute(opt.config).string(), "-o", run.dir, "--jobs",
                                      std::to_string(j), "--quiet"};
-    for (const auto& s : opt.sets) {
+    for (const auto& s : sets) {
       args.insert(args.end(), {"--set", s});
     }
     const std::string log = run.dir + ".log";

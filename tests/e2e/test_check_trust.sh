@@ -19,6 +19,13 @@ grep -q "^  note: .*c.json sets no seed: every run of this check trains with see
 # ... the same for a resume (the resumed process reads the run's seed) ...
 expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/noseed-resume" --vary resume=15 -q --format json
 [[ $(json_get "$T/out" identical) == true ]] || fail "no seed, resume: $(head -c 2000 "$T/out")"
+# ... and for a config with a search section, whose searches drew an experiment seed each.
+cp "$T/c.json" "$T/search.json"
+json_edit "$T/search.json" training.epochs=1 'search+={"method": "random", "trials": 2, "space": {"optimizer.lr": {"log_uniform": [0.01, 0.1]}}}'
+expect_rc 0 "$REPRUN" check "$T/search.json" -o "$T/search" --vary jobs=1,2 -q
+grep -q '^PASS: 2 searches identical' "$T/out" || fail "search without a seed: $(cat "$T/out")"
+grep -q 'search.json sets no seed: every search of this check runs with experiment seed [0-9]*, drawn once' "$T/out" ||
+  fail "search without a seed: no note: $(cat "$T/out")"
 # ... and a config with a seed keeps it and gets no note.
 json_edit "$T/c.json" seed+=5
 expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/seed" -q
