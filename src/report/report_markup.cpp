@@ -128,12 +128,22 @@ std::string junit_case(const std::string& name, const DiffResult& r, const std::
   return o;
 }
 
-std::string junit_document(const std::string& suite, const std::vector<std::string>& cases, long failures) {
+// `notes` (a check's notes about its runs as a whole: a drawn seed, a warning) go to the suite's
+// <system-out>, after its cases.
+std::string junit_document(const std::string& suite, const std::vector<std::string>& cases, long failures,
+                           const std::vector<std::string>& notes = {}) {
   std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   o += fmt::format("<testsuites name=\"reprun\" tests=\"{}\" failures=\"{}\">\n", cases.size(), failures);
   o += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">\n", esc_xml(suite), cases.size(), failures);
   for (const auto& c : cases) {
     o += c;
+  }
+  if (!notes.empty()) {
+    std::string text;
+    for (const auto& n : notes) {
+      text += "note: " + n + "\n";
+    }
+    o += fmt::format("    <system-out>{}</system-out>\n", esc_xml(text));
   }
   o += "  </testsuite>\n</testsuites>\n";
   return o;
@@ -509,7 +519,7 @@ std::string render_check(const CheckResult& r, ReportFormat f, bool color) {
                                  p.diff, extra, p.localization ? &*p.localization : nullptr));
       failures += p.diff.identical ? 0 : 1;
     }
-    return junit_document("reprun " + r.kind + " " + r.config, cases, failures);
+    return junit_document("reprun " + r.kind + " " + r.config, cases, failures, r.notes);
   }
   case ReportFormat::html: {
     std::string body = fmt::format("<p class=\"verdict {}\">{}</p>\n<p>config <code>{}</code></p>\n<ul>\n",

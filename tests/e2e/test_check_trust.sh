@@ -36,7 +36,9 @@ expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/seed" -q
 # add to the same bits in either order) passes, as its bits are equal, but check says it expected a
 # difference and why (before: a plain PASS). From 17 rows per micro-batch it fails, 1 thread or not.
 expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/atomic16" --vary threads=1,1 -q --format json \
-  --set determinism.reduction=atomic --set training.batch_size=16
+  --set determinism.reduction=atomic --set training.batch_size=16 --junit "$T/atomic16.xml"
+grep -q '<system-out>note: warning: determinism.reduction is &quot;atomic&quot;, which check expects to differ' "$T/atomic16.xml" ||
+  fail "atomic, batch 16: the JUnit report lacks the warning: $(cat "$T/atomic16.xml")"
 python3 - "$T/out" <<'PY' || fail "atomic, batch 16: $(head -c 3000 "$T/out")"
 import json, sys
 r = json.load(open(sys.argv[1]))
