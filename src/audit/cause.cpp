@@ -187,14 +187,24 @@ private:
     }
   }
 
+  // The data's own facts name the change; what follows from it (the plan's sample counts, the
+  // model's shapes, config keys left to the data: "follows the data") is named with it, as effects.
   void data() {
     auto keys = material(m_r, "dataset");
-    if (!m_r.dataset.any() && keys.empty()) {
+    if (!m_r.dataset.counted() && keys.empty()) {
       return;
     }
-    std::string what = m_r.dataset.any() ? files_phrase(m_r.dataset) : changes(keys, "");
+    std::vector<const MetaDelta*> facts, effects;
+    for (const auto* m : keys) {
+      (m->key.rfind("data.", 0) == 0 ? facts : effects).push_back(m);
+    }
+    std::string what = m_r.dataset.counted() ? files_phrase(m_r.dataset) : changes(facts.empty() ? keys : facts, "");
+    if (!effects.empty()) {
+      what += "; with it, as effects: " + changes(effects, "");
+    }
     add(1, "the training data changed (" + what + ")",
-        "train both on the same files" + std::string(m_r.dataset.any() ? " (restore or remove the files named)" : "") +
+        "train both on the same files" +
+            std::string(m_r.dataset.counted() ? " (restore or remove the files named)" : "") +
             ", or accept B as the new baseline if the change is intended" + ignore_hint(keys));
   }
 
@@ -391,7 +401,7 @@ private:
   }
 
   bool has_material_cause() const {
-    return m_r.dataset.any() || std::any_of(m_r.meta.begin(), m_r.meta.end(), [](const MetaDelta& m) {
+    return m_r.dataset.counted() || std::any_of(m_r.meta.begin(), m_r.meta.end(), [](const MetaDelta& m) {
              return m.kind == MetaDelta::Kind::material && !is_effect(m);
            });
   }

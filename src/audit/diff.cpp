@@ -243,8 +243,15 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
   try {
     open_side(a, r.a, r.notes, check_a);
     open_side(b, r.b, r.notes, check_b);
+    if (std::error_code ec; fs::equivalent(a, b, ec)) {
+      r.notes.push_back(fmt::format("A and B are the same {} ({}): a run compared with itself is always identical",
+                                    r.a.is_run_dir ? "directory" : "file", a));
+    }
     if (r.a.is_run_dir != r.b.is_run_dir) {
       r.notes.push_back("one side is a run directory, the other a bare step log: metadata not compared");
+    }
+    if (!opt.ignore_meta.empty() && !(r.a.is_run_dir && r.b.is_run_dir)) {
+      r.notes.push_back("--ignore-meta: a bare step log has no metadata, so nothing was ignored");
     }
     if (r.a.is_run_dir && r.b.is_run_dir) {
       r.meta = diff_manifests(r.a.manifest, r.b.manifest, opt, r.dataset);

@@ -4,6 +4,10 @@
 #include "reprun/audit/diff.hpp"
 #include "reprun/train/settings.hpp"
 
+#include "audit/trainer_facts.hpp"
+
+#include "reprun/core/error.hpp"
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <map>
@@ -20,6 +24,9 @@ void flatten(const ojson& j, const std::string& prefix, std::map<std::string, st
       std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
       if (key == "data.files" || key == "inputs.files") {
         continue; // compared file by file
+      }
+      if (key == "config_key_digests") {
+        continue; // a digest of each config key, which are compared themselves
       }
       flatten(*it, key, out);
     }
@@ -199,8 +206,10 @@ void settle_config_digests(const ojson& a, const ojson& b, std::vector<MetaDelta
   if (da.empty() || db.empty()) {
     return;
   }
+  // A data path that changed with the data's bytes the same (trainer_facts.hpp) is a key listed too.
   const bool keys_differ = std::any_of(deltas.begin(), deltas.end(), [](const MetaDelta& d) {
-    return d.kind == MetaDelta::Kind::material && has_prefix(d.key, "config");
+    return (d.kind == MetaDelta::Kind::material && has_prefix(d.key, "config")) ||
+           (d.kind == MetaDelta::Kind::informational && is_data_path_key(d.key));
   });
   for (auto& d : deltas) {
     const bool file = d.key == "config_file.sha256";
@@ -217,6 +226,9 @@ void settle_config_digests(const ojson& a, const ojson& b, std::vector<MetaDelta
 // at optimizer steps, and nothing more once it stopped: a run with no step, or whose capture
 // stopped or never started, did not find those facts different; it never looked.
 std::string unrecorded_reason(const ojson& m, const std::string& key, const char* side) {
+  if (key == "config_file.left_to_data") {
+    return fmt::format("not recorded in {}: its reprun predates the record", side);
+  }
   if (!has_prefix(key, "framework") || key == "framework.steps_seen" || key == "framework.capture_stopped") {
     return "";
   }
@@ -256,11 +268,44 @@ void mark_unrecorded(const ojson& a, const ojson& b, std::vector<MetaDelta>& del
 
 } // namespace
 
+// An --ignore-meta prefix that matches no key of either manifest is a mistyped key ("hots"), which
+// would otherwise ignore nothing in silence: refused, with the nearest key.
+void refuse_unknown_ignores(const ojson& a, const ojson& b, const std::map<std::string, std::string>& fa,
+                            const std::map<std::string, std::string>& fb, const DiffOptions& opt) {
+  for (const auto& p : opt.ignore_meta) {
+    bool known = false;
+    std::vector<std::string> names;
+    for (const auto* flat : {&fa, &fb}) {
+      for (const auto& [key, value] : *flat) {
+        known = known || has_prefix(key, p);
+        for (size_t dot = key.find('.'); names.size() < 4000; dot = key.find('.', dot + 1)) {
+          names.push_back(key.substr(0, dot)); // every section on the way, and the key itself
+          if (dot == std::string::npos) {
+            break;
+          }
+        }
+      }
+    }
+    for (const char* files : {"data.files", "inputs.files"}) { // compared file by file, not flattened
+      const ojson::json_pointer ptr(std::string("/") + (files[0] == 'd' ? "data" : "inputs") + "/files");
+      const bool recorded = (a.is_object() && a.contains(ptr)) || (b.is_object() && b.contains(ptr));
+      known = known || (recorded && has_prefix(files, p));
+    }
+    if (!known) {
+      std::sort(names.begin(), names.end());
+      names.erase(std::unique(names.begin(), names.end()), names.end());
+      throw Error("--ignore-meta " + p, "matches no metadata key of either run, so it would ignore nothing" +
+                                            did_you_mean(p, names));
+    }
+  }
+}
+
 std::vector<MetaDelta> diff_manifests(const ojson& a, const ojson& b, const DiffOptions& opt,
                                       DatasetDelta& dataset) {
   std::map<std::string, std::string> fa, fb;
   flatten(a, "", fa);
   flatten(b, "", fb);
+  refuse_unknown_ignores(a, b, fa, fb, opt);
   std::vector<MetaDelta> out;
   auto ia = fa.begin();
   auto ib = fb.begin();
@@ -306,7 +351,10 @@ std::vector<MetaDelta> diff_manifests(const ojson& a, const ojson& b, const Diff
       }
     }
   }
+  settle_data_names(a, b, out, dataset);
   settle_config_digests(a, b, out);
+  settle_data_effects(a, b, out);
+  settle_trainer_facts(a, b, out);
   mark_unrecorded(a, b, out);
   if (dataset.any()) {
     MetaDelta d;
@@ -314,6 +362,10 @@ std::vector<MetaDelta> diff_manifests(const ojson& a, const ojson& b, const Diff
     d.a = std::to_string(file_map(a, "data").size() + file_map(a, "inputs").size()) + " files";
     d.b = std::to_string(file_map(b, "data").size() + file_map(b, "inputs").size()) + " files";
     classify(d, opt);
+    if (dataset.same_bytes && d.kind == MetaDelta::Kind::material) {
+      d.kind = MetaDelta::Kind::informational;
+      d.why = "the same bytes in the same order under other file names: the same rows";
+    }
     out.push_back(d);
   }
   std::stable_sort(out.begin(), out.end(), [](const MetaDelta& x, const MetaDelta& y) {

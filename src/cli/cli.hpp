@@ -57,6 +57,11 @@ void add_work_options(CLI::App& sub, std::string& work, bool& keep);
 // Prints and writes the reports, removes a temporary work directory when all runs agree (else
 // says where they are); returns the exit code (0 identical, 1 different).
 int finish_runs(CheckResult r, const std::string& format, const ReportFiles& files, const WorkDir& work);
+// After an error (exit 2): writes the error into the --junit, --markdown and --html files and
+// $GITHUB_STEP_SUMMARY, so that a CI view shows it; a report that cannot be written is skipped
+// (the error line on stderr stays the one that counts).
+void write_error_reports(const std::string& kind, const std::string& subject, const std::string& error,
+                         const ReportFiles& files);
 
 Action add_train(CLI::App& sub);
 Action add_diff(CLI::App& sub);

@@ -43,8 +43,9 @@ int run(const CheckFlags& f) {
   CheckResult r;
   try {
     r = run_check(opt);
-  } catch (const Error&) {
+  } catch (const Error& e) {
     work.discard_if_empty(); // the error line names the failing run's log inside it otherwise
+    write_error_reports("check", f.config, e.what(), f.files);
     throw;
   }
   return finish_runs(r, f.format, f.files, work);

@@ -27,6 +27,7 @@ struct TrainFlags {
   std::vector<std::string> sets;
   bool quiet = false;
   long kill_after = 0;
+  bool kill_after_save = false;
   std::vector<std::string> env_allow;
   std::string search_trial;
 };
@@ -50,6 +51,7 @@ int run(const TrainFlags& f) {
   opt.kill_rank = f.kill_rank;
   opt.command_line = command_line();
   opt.kill_after_step = f.kill_after;
+  opt.kill_after_save = f.kill_after_save;
   if (!f.search_trial.empty()) {
     if (!nlohmann::ordered_json::accept(f.search_trial)) {
       throw Error("--search-trial", "expected a JSON object");
@@ -134,6 +136,9 @@ Action add_train(CLI::App& sub) {
   sub.add_option("--env-allow", f->env_allow, "Also record environment variables matching PATTERN (glob)");
   sub.add_option("--kill-after-step", f->kill_after,
                  "Testing aid: SIGKILL this process right after logging the given step")
+      ->group("");
+  sub.add_flag("--kill-after-save", f->kill_after_save,
+               "Testing aid: with --kill-after-step, kill once the step's checkpoint (when it has one) is written")
       ->group("");
   sub.add_option("--search-trial", f->search_trial, "Internal: reprun search's facts of the trial (JSON)")
       ->group("");

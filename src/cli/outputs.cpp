@@ -62,6 +62,24 @@ int finish_runs(CheckResult r, const std::string& format_name, const ReportFiles
   return r.identical ? 0 : 1;
 }
 
+void write_error_reports(const std::string& kind, const std::string& subject, const std::string& error,
+                         const ReportFiles& files) {
+  const std::pair<const std::string*, ReportFormat> reports[] = {
+      {&files.junit, ReportFormat::junit}, {&files.markdown, ReportFormat::markdown}, {&files.html, ReportFormat::html}};
+  for (const auto& [path, format] : reports) {
+    if (path->empty()) {
+      continue;
+    }
+    try {
+      write_file_atomic(*path, render_check_error(kind, subject, error, format));
+    } catch (const Error&) {
+    }
+  }
+  if (const char* summary = std::getenv("GITHUB_STEP_SUMMARY"); summary && *summary) {
+    std::ofstream(summary, std::ios::app) << render_check_error(kind, subject, error, ReportFormat::markdown) << "\n";
+  }
+}
+
 void check_report_paths(const std::vector<std::string>& paths) {
   for (const auto& p : paths) {
     if (p.empty()) {

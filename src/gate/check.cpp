@@ -161,6 +161,7 @@ struct CheckPlan {
   const Dim* accumulation = nullptr;
   const Dim* eval_batch_size = nullptr;
   const Dim* resume = nullptr;
+  std::vector<long> resume_from; // per resume value: the checkpoint a run killed after it continues from
   std::vector<std::string> sets;
 
   std::vector<std::string> thread_args(int run) const {
@@ -191,7 +192,9 @@ CheckRun train_run(const CheckPlan& plan, int i, const std::string& dir,
   CheckRun run;
   run.index = i;
   run.dir = dir;
-  std::vector<std::string> args = {"train", plan.config, "-o", run.dir, "--quiet"};
+  // Not --quiet: the run's log says what train says (the data, evaluations, the resume point), so
+  // that a CI job that keeps the logs keeps something on a pass too.
+  std::vector<std::string> args = {"train", plan.config, "-o", run.dir};
   std::vector<std::string> parts;
   const auto targs = plan.thread_args(i);
   args.insert(args.end(), targs.begin(), targs.end());
@@ -225,29 +228,45 @@ CheckRun train_run(const CheckPlan& plan, int i, const std::string& dir,
   long kill_at = 0;
   if (plan.resume && i >= 2 && static_cast<size_t>(i - 2) < plan.resume->values.size()) {
     kill_at = plan.resume->values[static_cast<size_t>(i - 2)];
-    args.push_back("--kill-after-step");
-    args.push_back(std::to_string(kill_at));
+    run.resume_checkpoint = plan.resume_from[static_cast<size_t>(i - 2)];
+    // Killed once the step's checkpoint, when it has one, is written: never between a step's
+    // record and its checkpoint, where the resume would start from the checkpoint before.
+    args.insert(args.end(), {"--kill-after-step", std::to_string(kill_at), "--kill-after-save"});
     parts.push_back(fmt::format("killed after step {} and resumed", kill_at));
   }
-  for (const auto& p : parts) {
-    run.variation += (run.variation.empty() ? "" : "; ") + p;
-  }
+  auto join = [&] {
+    run.variation.clear();
+    for (const auto& p : parts) {
+      run.variation += (run.variation.empty() ? "" : "; ") + p;
+    }
+  };
+  join();
   const std::string log = run.dir + ".log";
   note(fmt::format("run-{}: training{}", i, run.variation.empty() ? "" : " (" + run.variation + ")"));
   ChildResult c = run_child(plan.exe, args, log);
   if (kill_at > 0) {
+    const std::string flag = fmt::format("--vary resume={}", kill_at);
     if (!c.killed) {
       fail_if_broken(c, fmt::format("run-{}", i), log, "training");
       // The variation did not happen: passing would certify a resume that was never tested.
-      throw Error(fmt::format("--vary resume={}", kill_at),
-                  fmt::format("run-{} ended (exit {}) before step {}, so it was never killed and resumed (log: {})", i,
-                              c.exit_code, kill_at, log));
-    } else {
-      std::vector<std::string> rargs = {"train", "--resume", run.dir, "--quiet"};
-      rargs.insert(rargs.end(), targs.begin(), targs.end());
-      rargs.insert(rargs.end(), rargs_ranks.begin(), rargs_ranks.end());
-      c = run_child(plan.exe, rargs, log);
+      throw Error(flag, fmt::format("run-{} ended (exit {}) before step {}, so it was never killed and resumed (log: {})",
+                                    i, c.exit_code, kill_at, log));
     }
+    const auto kept = checkpoint_steps(run.dir);
+    if (std::find(kept.begin(), kept.end(), run.resume_checkpoint) == kept.end()) {
+      throw Error(flag, fmt::format("run-{} was killed after step {} without its checkpoint of step {} on disk, so no "
+                                    "resume from it could be tested (log: {})",
+                                    i, kill_at, run.resume_checkpoint, log));
+    }
+    std::vector<std::string> rargs = {"train", "--resume", run.dir};
+    rargs.insert(rargs.end(), targs.begin(), targs.end());
+    rargs.insert(rargs.end(), rargs_ranks.begin(), rargs_ranks.end());
+    c = run_child(plan.exe, rargs, log);
+    fail_if_broken(c, fmt::format("run-{}", i), log, "the resume");
+    const ojson resumes = RunDir::open(run.dir).read_manifest().value("resumes", ojson::array());
+    run.resumed_from = resumes.empty() ? -1 : resumes.back().value("from_step", -1L);
+    parts.back() += fmt::format(" from step {}", run.resumed_from);
+    join();
   }
   run.exit_code = c.exit_code;
   fail_if_broken(c, fmt::format("run-{}", i), log, "training");
@@ -285,18 +304,120 @@ void validate_varied_configs(const CheckPlan& plan, int runs) {
   }
 }
 
-// A resume variation must stop the run before its last step, or it tests nothing: each step of
-// `resume` is checked against run 1's length before any other run is trained.
-void require_resume_before_end(const Dim& resume, const CheckRun& first) {
-  const long last = RunDir::open(first.dir).read_summary().value("steps", 0L);
-  for (long step : resume.values) {
-    if (step >= last) {
-      throw Error(fmt::format("--vary resume={}", step),
-                  fmt::format("step {} is at or past the run's last step ({}): the run would end before it is killed, "
-                              "so no resume would be tested; give a step from 1 to {}",
-                              step, last, last - 1));
-    }
+// A config without a seed lets every run draw its own: the runs of a check would then differ by
+// their seeds, never by what the check varies. One seed is drawn for all of them (the replays and
+// resumes read it from their run's manifest) and the report says so.
+void draw_one_seed(CheckPlan& plan, CheckResult& res, const std::function<void(const std::string&)>& note) {
+  const Config cfg = load_config_file(plan.config, plan.sets);
+  if (!cfg.seed_drawn) {
+    return;
   }
+  plan.sets.push_back(fmt::format("seed={}", cfg.seed));
+  res.notes.push_back(fmt::format("{} sets no seed: every run of this check trains with seed {}, drawn once for the "
+                                  "check (a run would draw its own otherwise); set \"seed\" in the config to choose it",
+                                  res.config, cfg.seed));
+  note(res.notes.back());
+}
+
+// The atomic reduction (determinism.reduction "atomic") is there to differ, and check expects it
+// to: when its runs are identical, the report says so and why, rather than pass in silence. Its
+// chunks of 8 samples are added into a gradient zeroed at each step in an order drawn per process;
+// two partials added to zero give the same bits in either order, so runs can differ only from 3
+// chunks per micro-batch (17 rows), or 2 where a micro-batch adds to a gradient that already holds
+// the step's earlier micro-batches (accumulation above 1).
+void warn_if_atomic_agreed(CheckResult& res, const std::function<void(const std::string&)>& note) {
+  if (!res.identical) {
+    return;
+  }
+  long rows = 0, batch = 0, accumulation = 1;
+  bool atomic = false, can_differ = false;
+  for (const auto& run : res.runs) {
+    const ojson cfg = RunDir::open(run.dir).read_manifest().value("config", ojson::object());
+    const ojson::json_pointer reduction("/determinism/reduction"), b("/training/batch_size"),
+        acc("/training/accumulation");
+    if (!cfg.contains(reduction) || cfg.at(reduction) != "atomic") {
+      continue;
+    }
+    atomic = true;
+    batch = cfg.value(b, 0L);
+    accumulation = std::max(1L, cfg.value(acc, 1L));
+    const long r = (batch + accumulation - 1) / accumulation, chunks = (r + 7) / 8;
+    rows = std::max(rows, r);
+    can_differ = can_differ || chunks >= 3 || (accumulation > 1 && chunks >= 2);
+  }
+  if (!atomic) {
+    return;
+  }
+  std::string why =
+      can_differ
+          ? "the gate did not show that it can fail here; run it again, or reprun selftest, which requires it to"
+          : fmt::format("here a micro-batch has at most {} rows (training.batch_size {}, accumulation {}), {} "
+                        "chunk{} of 8 samples, whose partial sums add to the same bits in either order: atomic runs "
+                        "can differ only from 17 rows per micro-batch (9 with accumulation above 1)",
+                        rows, batch, accumulation, (rows + 7) / 8, rows > 8 ? "s" : "");
+  res.notes.push_back(fmt::format("warning: determinism.reduction is \"atomic\", which check expects to differ, yet "
+                                  "the {} runs are identical: {}",
+                                  res.runs.size(), why));
+  note(res.notes.back());
+}
+
+// A resume variation must stop the run before its last step and after a checkpoint, or it tests
+// nothing: each step of `resume` is checked against run 1's length and checkpoint cadence (the
+// same for every run: no dimension varies them) before any other run is trained. Returns, for each,
+// the step of the checkpoint the resumed run must continue from: the newest at or before it.
+std::vector<long> plan_resumes(const Dim& resume, const CheckRun& first) {
+  const RunDir run = RunDir::open(first.dir);
+  const long last = run.read_summary().value("steps", 0L);
+  const long every = run.read_manifest().value(ojson::json_pointer("/config/training/checkpoint_every"), 0L);
+  std::vector<long> from;
+  for (long step : resume.values) {
+    const std::string flag = fmt::format("--vary resume={}", step);
+    if (step >= last) {
+      throw Error(flag, fmt::format("step {} is at or past the run's last step ({}): the run would end before it is "
+                                    "killed, so no resume would be tested; give a step from 1 to {}",
+                                    step, last, last - 1));
+    }
+    const long k = every > 0 ? step / every * every : 0;
+    if (k == 0) {
+      const long first_ckpt = every > 0 ? std::min(every, last) : last;
+      throw Error(flag, first_ckpt < last
+                            ? fmt::format("the run saved no checkpoint by step {}: the first one is at step {} "
+                                          "(training.checkpoint_every {}), so a run killed after step {} would start "
+                                          "over and no resume would be tested; give a step from {} to {}, or a "
+                                          "smaller training.checkpoint_every",
+                                          step, first_ckpt, every, step, first_ckpt, last - 1)
+                            : fmt::format("the run saved no checkpoint before its last step ({}; "
+                                          "training.checkpoint_every {}), so no resume can be tested; set "
+                                          "training.checkpoint_every below {}",
+                                          last, every, last));
+    }
+    from.push_back(k);
+  }
+  return from;
+}
+
+// A resumed run that did not continue from the checkpoint the killed process left tested no
+// resume, and its trainer skipped a checkpoint it wrote: the pair fails, whatever its numbers.
+void require_resumed_from_checkpoint(CheckPair& pair, const CheckRun& run) {
+  if (run.resumed_from < 0 || run.resumed_from == run.resume_checkpoint) {
+    return;
+  }
+  DiffResult& d = pair.diff;
+  const std::string what = fmt::format("DIFFERENT: the resume continued from step {}, not from the checkpoint of step "
+                                       "{} the killed run left",
+                                       run.resumed_from, run.resume_checkpoint);
+  const std::string prefix = "DIFFERENT: ";
+  d.verdict = d.identical ? what + " (the step records are identical: it trained the steps again)"
+              : d.verdict.rfind(prefix, 0) == 0 ? what + "; " + d.verdict.substr(prefix.size())
+                                                 : what + "; " + d.verdict;
+  d.identical = false;
+  d.diagnosis.insert(d.diagnosis.begin(),
+                     Diagnosis{fmt::format("train --resume did not continue from the killed run's checkpoint of step "
+                                           "{} (on disk when it was killed) but from step {}: it skipped a checkpoint "
+                                           "it wrote, so a preempted run would silently start over",
+                                           run.resume_checkpoint, run.resumed_from),
+                               fmt::format("read {}.log (a resume names each checkpoint it skips, and why)", run.dir),
+                               false});
 }
 
 // Forks `run` at checkpoint `from` into `replay` and trains the fork to `until` with trace full.
@@ -365,6 +486,16 @@ CheckResult run_search_check(const CheckOptions& opt, const std::vector<Dim>& di
   res.config = opt.config;
   res.vary = opt.vary;
   res.work_dir = opt.work_dir;
+  // As for a training check: a search without a seed would draw an experiment seed per run.
+  std::vector<std::string> sets = opt.sets;
+  if (const SearchConfig sc = load_search_config(opt.config, sets); sc.base.seed_drawn) {
+    sets.push_back(fmt::format("seed={}", sc.base.seed));
+    res.notes.push_back(fmt::format("{} sets no seed: every search of this check runs with experiment seed {}, drawn "
+                                    "once for the check (a search would draw its own otherwise); set \"seed\" in the "
+                                    "config to choose it",
+                                    opt.config, sc.base.seed));
+    note(res.notes.back());
+  }
   const auto dirs = plan_run_dirs(res.work_dir, runs, "check");
   for (int i = 1; i <= runs; ++i) {
     CheckRun run;
@@ -374,7 +505,7 @@ CheckResult run_search_check(const CheckOptions& opt, const std::vector<Dim>& di
     run.variation = jobs ? fmt::format("jobs={}", j) : "";
     std::vector<std::string> args = {"search", fs::absolute(opt.config).string(), "-o", run.dir, "--jobs",
                                      std::to_string(j), "--quiet"};
-    for (const auto& s : opt.sets) {
+    for (const auto& s : sets) {
       args.insert(args.end(), {"--set", s});
     }
     const std::string log = run.dir + ".log";
@@ -467,11 +598,12 @@ CheckResult run_check(const CheckOptions& opt) {
   res.vary = opt.vary;
   res.work_dir = opt.work_dir;
   validate_varied_configs(plan, runs);
+  draw_one_seed(plan, res, note);
   const auto dirs = plan_run_dirs(res.work_dir, runs, "check");
   for (int i = 1; i <= runs; ++i) {
     res.runs.push_back(train_run(plan, i, dirs[static_cast<size_t>(i - 1)], note));
     if (i == 1 && plan.resume) {
-      require_resume_before_end(*plan.resume, res.runs[0]);
+      plan.resume_from = plan_resumes(*plan.resume, res.runs[0]);
     }
   }
   DiffOptions dopt;
@@ -484,6 +616,7 @@ CheckResult run_check(const CheckOptions& opt) {
   compare_runs(
       res, dopt,
       [&](CheckPair& pair) {
+        require_resumed_from_checkpoint(pair, res.runs[static_cast<size_t>(pair.run - 1)]);
         const Divergence& d = pair.diff.divergence;
         if (d.found && localizable(d.kind)) {
           note(fmt::format("run-{} differs from run-1 at step {}: replaying with trace full to localize", pair.run,
@@ -492,6 +625,7 @@ CheckResult run_check(const CheckOptions& opt) {
         }
       },
       fmt::format("{} runs bitwise identical", runs));
+  warn_if_atomic_agreed(res, note);
   return res;
 }
 

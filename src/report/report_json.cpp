@@ -197,6 +197,11 @@ ojson check_to_json(const CheckResult& r) {
   for (const auto& run : r.runs) {
     runs.push_back({{"run", run.index}, {"dir", run.dir}, {"variation", run.variation},
                     {"exit_code", run.exit_code}, {"status", run.status}});
+    if (run.resumed_from >= 0) {
+      // check --vary resume: where the resumed process continued, and the checkpoint it had to
+      runs.back()["resumed_from_step"] = run.resumed_from;
+      runs.back()["resume_checkpoint_step"] = run.resume_checkpoint;
+    }
   }
   j["runs"] = runs;
   ojson pairs = ojson::array();

@@ -128,12 +128,22 @@ std::string junit_case(const std::string& name, const DiffResult& r, const std::
   return o;
 }
 
-std::string junit_document(const std::string& suite, const std::vector<std::string>& cases, long failures) {
+// `notes` (a check's notes about its runs as a whole: a drawn seed, a warning) go to the suite's
+// <system-out>, after its cases.
+std::string junit_document(const std::string& suite, const std::vector<std::string>& cases, long failures,
+                           const std::vector<std::string>& notes = {}) {
   std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   o += fmt::format("<testsuites name=\"reprun\" tests=\"{}\" failures=\"{}\">\n", cases.size(), failures);
   o += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">\n", esc_xml(suite), cases.size(), failures);
   for (const auto& c : cases) {
     o += c;
+  }
+  if (!notes.empty()) {
+    std::string text;
+    for (const auto& n : notes) {
+      text += "note: " + n + "\n";
+    }
+    o += fmt::format("    <system-out>{}</system-out>\n", esc_xml(text));
   }
   o += "  </testsuite>\n</testsuites>\n";
   return o;
@@ -364,9 +374,13 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
   for (const auto& m : r.meta) {
     std::string a = m.key == "data.files" ? dataset_sentence(r.dataset) : short_value(m.a);
     std::string b = m.key == "data.files" ? "" : short_value(m.b);
-    o += fmt::format("<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+    // Values, keys and reasons may break anywhere (digests and paths have no spaces), so that the
+    // table fits the page with every column in view.
+    const bool counted = m.kind == MetaDelta::Kind::material;
+    o += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"v\"><code>{}</code></td><td class=\"v\">{}</td>"
+                     "<td class=\"v\">{}</td><td class=\"v\">{}</td></tr>\n",
                      m.rank, esc_xml(m.category), esc_xml(m.key), esc_xml(a), esc_xml(b),
-                     m.kind == MetaDelta::Kind::material ? "yes" : "no");
+                     m.why.empty() ? (counted ? "yes" : "no") : esc_xml((counted ? "yes: " : "no: ") + m.why));
   }
   if (r.meta.empty()) {
     o += "<tr><td colspan=\"6\">none</td></tr>\n";
@@ -395,8 +409,9 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
 }
 
 // Fits any width: plots scale down with the page (viewBox, max-width), long text outside tables
-// wraps anywhere, column headers never wrap, table cells wrap between words, and a table wider
-// than a narrow window scrolls inside its own box instead of widening the page.
+// wraps anywhere, column headers never wrap, table cells wrap between words (cells of class "v",
+// the metadata's keys and values, anywhere: a digest is one long word), and a table wider than a
+// narrow window scrolls inside its own box instead of widening the page.
 std::string html_page(const std::string& title, const std::string& body, const std::string& extra_css) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>" +
@@ -405,7 +420,8 @@ std::string html_page(const std::string& title, const std::string& body, const s
          "overflow-wrap:anywhere}code{background:#f3f3f3}svg{display:block;max-width:100%;height:auto}"
          ".scroll{max-width:100%;overflow-x:auto}"
          "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
-         "th{white-space:nowrap;overflow-wrap:normal}td{overflow-wrap:break-word}tr.peak{background:#fff4e0}"
+         "th{white-space:nowrap;overflow-wrap:normal}td{overflow-wrap:break-word}td.v{overflow-wrap:anywhere}"
+         "tr.peak{background:#fff4e0}"
          ".ok{color:#070;font-weight:bold}.bad{color:#b00;font-weight:bold}.loc{background:#fff4e0;padding:6px}"
          "@media (max-width:600px){body{margin:0.5em auto;padding:0 0.5em}}" +
          extra_css +
@@ -422,6 +438,38 @@ std::string render_diff(const DiffResult& r, ReportFormat f, bool color) {
     return junit_document("reprun diff", {junit_case(r.a.label + " vs " + r.b.label, r, "", nullptr)},
                           r.identical ? 0 : 1);
   case ReportFormat::html: return html_page("reprun diff", html_section(r, r.a.label + " vs " + r.b.label, nullptr));
+  }
+  return "";
+}
+
+std::string render_check_error(const std::string& kind, const std::string& subject, const std::string& error,
+                               ReportFormat f) {
+  const std::string what = kind == "exec" ? "program" : "config";
+  const std::string verdict = "ERROR: " + error;
+  switch (f) {
+  case ReportFormat::text: return fmt::format("{}\n  {}: {}\n", verdict, what, subject);
+  case ReportFormat::json: {
+    nlohmann::ordered_json j = {{"format", "reprun.report/1"}, {"kind", kind},     {"identical", false},
+                                {"verdict", verdict},          {what, subject},     {"error", error}};
+    return j.dump(2) + "\n";
+  }
+  case ReportFormat::markdown:
+    return fmt::format("## reprun {} ⚠️ {}\n\n{} `{}`: no verdict (exit 2).\n\n", kind, esc_md(verdict),
+                       what == "config" ? "Config" : "Program", subject);
+  case ReportFormat::junit: {
+    const std::string name = fmt::format("reprun {} {}", kind, subject);
+    std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    o += "<testsuites name=\"reprun\" tests=\"1\" failures=\"0\" errors=\"1\">\n";
+    o += fmt::format("  <testsuite name=\"{}\" tests=\"1\" failures=\"0\" errors=\"1\">\n", esc_xml(name));
+    o += fmt::format("    <testcase classname=\"reprun\" name=\"{}\">\n", esc_xml(name));
+    o += fmt::format("      <error message=\"{}\" type=\"error\">{}</error>\n", esc_xml(error), esc_xml(verdict));
+    o += "    </testcase>\n  </testsuite>\n</testsuites>\n";
+    return o;
+  }
+  case ReportFormat::html:
+    return html_page("reprun " + kind,
+                     fmt::format("<p class=\"verdict bad\">{}</p>\n<p>{} <code>{}</code>: no verdict (exit 2).</p>\n",
+                                 esc_xml(verdict), what, esc_xml(subject)));
   }
   return "";
 }
@@ -471,7 +519,7 @@ std::string render_check(const CheckResult& r, ReportFormat f, bool color) {
                                  p.diff, extra, p.localization ? &*p.localization : nullptr));
       failures += p.diff.identical ? 0 : 1;
     }
-    return junit_document("reprun " + r.kind + " " + r.config, cases, failures);
+    return junit_document("reprun " + r.kind + " " + r.config, cases, failures, r.notes);
   }
   case ReportFormat::html: {
     std::string body = fmt::format("<p class=\"verdict {}\">{}</p>\n<p>config <code>{}</code></p>\n<ul>\n",

@@ -4,6 +4,7 @@
 
 #include "reprun/audit/cause.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <limits>
 
@@ -140,13 +141,15 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
   if (!any_material) {
     o += "  none\n";
   }
-  if (r.dataset.any()) {
+  if (std::any_of(r.meta.begin(), r.meta.end(), [](const MetaDelta& m) {
+        return m.key == "data.files" && m.kind == MetaDelta::Kind::material;
+      })) {
     o += "  [dataset] " + dataset_sentence(r.dataset) + "\n";
   }
   for (const auto& m : r.meta) {
     if (m.kind == MetaDelta::Kind::material && m.key != "data.files") {
       o += fmt::format("  [{}] {}: {} -> {}{}\n", m.category, m.key, meta_value(m.a), meta_value(m.b),
-                       is_effect(m) ? " (an effect, not a cause)" : "");
+                       is_effect(m) ? " (an effect, not a cause)" : !m.why.empty() ? " (" + m.why + ")" : "");
     }
   }
   if (any_info) {
@@ -158,7 +161,12 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
                         : m.kind == MetaDelta::Kind::ignored     ? "ignored (--ignore-meta)"
                                                                  : nullptr;
       if (why && m.kind != MetaDelta::Kind::material && m.kind != MetaDelta::Kind::volatile_field) {
-        o += st.dim(fmt::format("    {}: {} -> {} ({})", m.key, meta_value(m.a), meta_value(m.b), why)) + "\n";
+        const bool files = m.key == "data.files" && r.dataset.any();
+        o += st.dim(fmt::format("    {}: {} ({})", m.key,
+                                files ? dataset_sentence(r.dataset).substr(std::string("dataset differs: ").size())
+                                      : meta_value(m.a) + " -> " + meta_value(m.b),
+                                why)) +
+             "\n";
       }
     }
   }

@@ -504,6 +504,15 @@ Config parse_config(const std::string& text, const std::string& source, const st
     doc = ojson::parse(text);
   } catch (const ojson::parse_error& e) {
     auto [line, col] = line_col(text, e.byte > 0 ? e.byte - 1 : 0);
+    // A comment, as many config formats allow and JSON does not: said so, not as the parser's
+    // "invalid literal; last read: '/'".
+    const size_t at = e.byte > 0 ? e.byte - 1 : 0;
+    if (at + 1 < text.size() && text[at] == '/' && (text[at + 1] == '/' || text[at + 1] == '*')) {
+      throw Error(fmt::format("{}:{}:{}", source, line, col),
+                  fmt::format("invalid JSON: a comment ({}); JSON has none: remove it (a config may say what it "
+                              "is in \"description\")",
+                              text[at + 1] == '/' ? "//" : "/* */"));
+    }
     std::string what = e.what();
     auto p = what.find("syntax error");
     std::string detail = p != std::string::npos ? what.substr(p) : what;

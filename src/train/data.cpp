@@ -246,6 +246,34 @@ void check_label_column(const Dataset& d, long configured_column, bool column_gi
   }
 }
 
+// A feature column that holds unique integers, increasing from row to row in file order, reads
+// like a row ID (or a row number): trained as a feature, it lets a model learn the order of the
+// rows (sorted by class, as many published tables are, it predicts the label). Not refused (a time
+// index is a feature some want), but said. At least 20 rows; one warning per such column.
+std::vector<std::string> id_column_warnings(const Dataset& d) {
+  std::vector<std::string> out;
+  if (d.n < 20) {
+    return out;
+  }
+  for (long f = 0; f < d.features; ++f) {
+    bool id = true;
+    for (long i = 0; i < d.n && id; ++i) {
+      const float v = d.x[static_cast<size_t>(i * d.features + f)];
+      id = v == std::floor(v) && (i == 0 || v > d.x[static_cast<size_t>((i - 1) * d.features + f)]);
+    }
+    if (!id) {
+      continue;
+    }
+    const long column = f < d.label_column ? f : f + 1; // the label column is not among the features
+    out.push_back(fmt::format("{} holds unique integers increasing from row to row ({} to {}), as a row ID does: it "
+                              "is trained as a feature, from which a model can learn the order of the rows; remove "
+                              "it from the CSV if it is an ID",
+                              column_phrase(d, column), d.x[static_cast<size_t>(f)],
+                              d.x[static_cast<size_t>((d.n - 1) * d.features + f)]));
+  }
+  return out;
+}
+
 } // namespace
 
 std::pair<long, long> class_count_range(const Dataset& d) {
@@ -269,6 +297,16 @@ std::string describe_data(const Dataset& d, long validation_rows) {
 
 Dataset load_dataset(Config& cfg, ThreadPool* pool) {
   DataConfig& dc = cfg.data;
+  std::vector<std::string> left;
+  if (dc.kind != "synthetic" && dc.classes == 0) {
+    left.push_back("data.classes");
+  }
+  if (dc.kind == "csv" && dc.header == "auto") {
+    left.push_back("data.header");
+  }
+  if (dc.kind == "csv" && dc.label_column < 0) {
+    left.push_back("data.label_column");
+  }
   Dataset d;
   if (dc.kind == "synthetic") {
     d = make_synthetic(dc, data_seed(cfg), pool);
@@ -285,6 +323,7 @@ Dataset load_dataset(Config& cfg, ThreadPool* pool) {
     }
     d.class_counts = count_classes(d);
     check_label_column(d, configured_column, dc.label_column_given, files.size() == 1 ? files[0] : root);
+    d.warnings = id_column_warnings(d);
     fingerprint_files(d, files, names);
   } else {
     std::string images = resolve_data_path(cfg, dc.images);
@@ -297,6 +336,7 @@ Dataset load_dataset(Config& cfg, ThreadPool* pool) {
   if (d.class_counts.empty()) {
     d.class_counts = count_classes(d);
   }
+  d.left_to_data = std::move(left);
   return d;
 }
 

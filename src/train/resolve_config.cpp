@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <map>
 
 namespace reprun::train_detail {
 
@@ -33,6 +34,37 @@ void note_unapplied_settings(const Session& s, const ojson& given, const ojson& 
   }
 }
 
+// The config a manifest records must be the one its config_digest (to which the run's checkpoints
+// are bound) was computed from: a value edited in the manifest since would be trained on from the
+// checkpoints of another experiment. Refused, naming the key where the run recorded each key's
+// digest (config_key_digests).
+void refuse_edited_config(const ojson& config, const ojson& manifest, const std::string& mpath) {
+  const std::string text = config.dump();
+  if (result_config_digest(text) == manifest["config_digest"].get<std::string>()) {
+    return;
+  }
+  std::vector<std::string> keys;
+  const ojson recorded = manifest.value("config_key_digests", ojson());
+  if (recorded.is_object()) {
+    std::map<std::string, std::string> digests;
+    for (auto it = recorded.begin(); it != recorded.end(); ++it) {
+      digests[it.key()] = it->is_string() ? it->get<std::string>() : "";
+    }
+    keys = keys_not_matching(text, digests);
+  }
+  const std::string why = "changed since the run started: the config no longer matches its config_digest, to which "
+                          "the run's checkpoints are bound, so a resume would continue another experiment from them; "
+                          "restore the value, or start a new run";
+  if (keys.empty()) {
+    throw Error(mpath, "config: " + why);
+  }
+  std::string named;
+  for (const auto& k : keys) {
+    named += (named.empty() ? "config." : ", config.") + k;
+  }
+  throw Error(mpath, named + ": " + why);
+}
+
 // The config of a resumed or forked run: the source's, with --set changing execution settings
 // only (anything else would make the continuation another experiment).
 Config resumed_config(Session& s) {
@@ -42,6 +74,7 @@ Config resumed_config(Session& s) {
     throw Error(mpath, "not a run of `reprun train`; only those can be resumed");
   }
   ojson doc = s.manifest["config"];
+  refuse_edited_config(doc, s.manifest, mpath);
   ojson given_json; // the config given with --resume, resolved (null without one)
   if (!s.opt.config_path.empty()) {
     Config given = load_config_file(s.opt.config_path, s.opt.overrides);

@@ -73,10 +73,12 @@ ojson build_manifest(const TrainOptions& opt, const Config& cfg, const std::stri
   m["config_file"] = {{"path", cfg.source},
                       {"dir", cfg.base_dir},
                       {"sha256", config_text_digest},
-                      {"overrides", opt.overrides}};
+                      {"overrides", opt.overrides},
+                      {"left_to_data", data.left_to_data}};
   ojson resolved = config_to_json(cfg);
   m["config"] = resolved;
   m["config_digest"] = result_config_digest(resolved.dump());
+  m["config_key_digests"] = result_key_digests(resolved.dump());
   m["seeds"] = {{"experiment", cfg.seed}, {"drawn_from_os", cfg.seed_drawn}};
   if (cfg.data.seed) {
     m["seeds"]["data"] = *cfg.data.seed;
@@ -137,10 +139,12 @@ Fault read_fault(const World& world) {
   }
   f.spec = it->second;
   const auto bad = [&] {
-    return Error(k_selftest_fault_variable, "'" + f.spec + "': expected flip:STEP:TENSOR or drop-state");
+    return Error(k_selftest_fault_variable, "'" + f.spec + "': expected flip:STEP:TENSOR, drop-state or restart");
   };
   if (f.spec == "drop-state") {
     f.drop_state = true;
+  } else if (f.spec == "restart") {
+    f.restart = true;
   } else if (f.spec.rfind("flip:", 0) == 0) {
     const size_t colon = f.spec.find(':', 5);
     if (colon == std::string::npos || colon + 1 == f.spec.size()) {
@@ -163,7 +167,9 @@ RunSummary summary_of(const TrainResult& r, long total, const AppendLog& steps, 
   s.status = r.status;
   s.steps = r.steps;
   s.total_steps = total;
-  s.train_loss = r.train_loss;
+  if (r.has_train_loss) {
+    s.train_loss = r.train_loss;
+  }
   s.has_eval_fields = true;
   if (r.has_val) {
     s.val_loss = r.val_loss;
@@ -210,6 +216,7 @@ void metrics_from_logs(const RunDir& run, TrainResult& r) {
   double loss = 0.0;
   if (quick_loss(last_line(RunFile::steps), loss)) {
     r.train_loss = loss;
+    r.has_train_loss = true;
   }
   const ojson e = ojson::parse(last_line(RunFile::evals), nullptr, false);
   if (e.is_object()) {
@@ -228,7 +235,9 @@ TrainResult completed_run(const std::string& dir, const ojson& summary) {
   r.already_complete = true;
   r.run_dir = dir;
   r.steps = summary.value("steps", 0L);
-  r.train_loss = summary_number(summary, "train_loss").value_or(0.0);
+  const auto train_loss = summary_number(summary, "train_loss");
+  r.has_train_loss = train_loss.has_value();
+  r.train_loss = train_loss.value_or(0.0);
   const auto val_loss = summary_number(summary, "val_loss");
   const auto val_accuracy = summary_number(summary, "val_accuracy");
   r.has_val = val_loss && val_accuracy;

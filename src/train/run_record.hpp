@@ -42,12 +42,15 @@ nlohmann::ordered_json build_manifest(const TrainOptions& opt, const Config& cfg
 // it can never pass for a clean run.
 //   flip:STEP:TENSOR  after the update of step STEP, flip the lowest bit of TENSOR's first value
 //   drop-state        after a checkpoint is restored, zero the optimizer state (a broken restore)
+//   restart           a resume in place ignores its checkpoints and starts over from step 0 (a
+//                     resume that silently trains the run again)
 // The variable's name is k_selftest_fault_variable (trainer.hpp).
 struct Fault {
   std::string spec;        // as given; empty: no fault
   long flip_step = 0;      // 0: no flip
   std::string flip_tensor;
   bool drop_state = false;
+  bool restart = false;
 };
 Fault read_fault(const World& world);
 

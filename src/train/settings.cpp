@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace reprun {
 
 const std::vector<ExecutionSetting>& execution_settings() {
@@ -86,7 +88,43 @@ std::optional<ConfigDifference> first_difference(const ojson& a, const ojson& b,
   return std::nullopt;
 }
 
+void key_digests(const ojson& j, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      key_digests(*it, prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+    }
+    return;
+  }
+  const std::string text = j.dump();
+  out[prefix] = hex64(xxh3_64(text.data(), text.size()));
+}
+
 } // namespace
+
+std::map<std::string, std::string> result_key_digests(const std::string& resolved_config_json) {
+  std::map<std::string, std::string> out;
+  key_digests(without_execution_settings(resolved_config_json), "", out);
+  return out;
+}
+
+std::vector<std::string> keys_not_matching(const std::string& resolved_config_json,
+                                           const std::map<std::string, std::string>& recorded) {
+  const auto now = result_key_digests(resolved_config_json);
+  std::vector<std::string> keys;
+  for (const auto& [key, digest] : now) {
+    const auto it = recorded.find(key);
+    if (it == recorded.end() || it->second != digest) {
+      keys.push_back(key);
+    }
+  }
+  for (const auto& [key, digest] : recorded) {
+    if (!now.count(key)) {
+      keys.push_back(key);
+    }
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
 
 std::string result_config_digest(const std::string& resolved_config_json) {
   return sha256_hex(without_execution_settings(resolved_config_json).dump());

@@ -244,6 +244,10 @@ RunLock resume_or_start(Session& s) {
   if (s.fault.drop_state && s.start_step > 0) {
     s.optim->zero_state();
   }
+  if (s.fault.restart && !s.forking && s.start_step > 0) {
+    reset();
+    s.start_step = 0;
+  }
   if (s.forking && s.start_step != from) {
     throw Error(s.source->path(), fmt::format("its checkpoint at step {} cannot be read", from));
   }
@@ -356,8 +360,10 @@ public:
   }
 
   TrainResult run(std::chrono::steady_clock::time_point t_start) {
+    m_t_start = t_start;
     write_summary();
     const auto t_loop = std::chrono::steady_clock::now();
+    m_t_loop = t_loop;
     try {
       if (m_s.start_step == 0 && trace_weights() && m_s.writer) {
         // Step 0: the initial state (weights before any update), so a diff can tell initial-state
@@ -382,19 +388,29 @@ public:
     if (m_res.status == "running") {
       m_res.status = "complete";
     }
-    const auto t_end = std::chrono::steady_clock::now();
-    m_res.wall_seconds = std::chrono::duration<double>(t_end - t_start).count();
-    const double loop_s = std::chrono::duration<double>(t_end - t_loop).count();
-    m_res.steps_per_second = loop_s > 0 ? static_cast<double>(m_done) / loop_s : 0.0;
+    time_so_far();
     write_summary();
     return m_res;
   }
 
 private:
   bool trace_weights() const { return m_s.cfg.determinism.trace != "loss"; }
+  // The process's time and loop speed up to now, for the summary.
+  void time_so_far() {
+    const auto now = std::chrono::steady_clock::now();
+    m_res.wall_seconds = std::chrono::duration<double>(now - m_t_start).count();
+    const double loop_s = std::chrono::duration<double>(now - m_t_loop).count();
+    m_res.steps_per_second = loop_s > 0 ? static_cast<double>(m_done) / loop_s : 0.0;
+  }
+  // Written at the start, after every checkpoint and at the end. What is not known yet (no step
+  // of this run, or none of this process, has been timed) is null, never a zero.
   void write_summary() const {
     if (m_s.writer) {
-      m_s.run->write_summary(summary_of(m_res, m_s.plan.total_steps, *m_steps, *m_evals));
+      RunSummary sum = summary_of(m_res, m_s.plan.total_steps, *m_steps, *m_evals);
+      if (m_done == 0) {
+        sum.steps_per_second.reset();
+      }
+      m_s.run->write_summary(sum);
     }
   }
 
@@ -500,9 +516,12 @@ private:
     const double loss = compute(s, epoch, bsz);
     m_res.steps = s;
     m_res.train_loss = loss;
+    m_res.has_train_loss = true;
     ++m_done;
-    if (opt.kill_after_step == s && (opt.kill_rank < 0 || opt.kill_rank == (m_s.ranks ? m_s.ranks->rank() : 0))) {
-      ::raise(SIGKILL);
+    const bool kill = opt.kill_after_step == s &&
+                      (opt.kill_rank < 0 || opt.kill_rank == (m_s.ranks ? m_s.ranks->rank() : 0));
+    if (kill && !opt.kill_after_save) {
+      ::raise(SIGKILL); // the step is logged; its evaluation and checkpoint, if it has them, are not
     }
     if (!std::isfinite(loss)) {
       m_res.status = fmt::format("failed: non-finite loss at step {}", s);
@@ -519,6 +538,16 @@ private:
     }
     if ((s % tc.checkpoint_every == 0 || last || stopping) && m_s.writer) {
       save_state(*m_s.run, s, m_s.digest(), *m_s.model, *m_s.optim, tc.checkpoint_keep);
+      time_so_far();
+      write_summary(); // a run killed from here on says what its newest checkpoint holds
+    }
+    if (kill) {
+      // --kill-after-save: the step's checkpoint, when it has one, is on disk. Every rank waits for
+      // rank 0 to write it before any of them dies (mpirun would end rank 0 with the first).
+      if (m_s.ranks && opt.kill_rank < 0) {
+        m_s.ranks->barrier();
+      }
+      ::raise(SIGKILL);
     }
     if (opt.on_progress && m_s.writer) {
       const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_loop).count();
@@ -553,6 +582,7 @@ private:
   StepRecord m_rec;
   TrainResult m_res;
   long m_done = 0; // steps computed by this process
+  std::chrono::steady_clock::time_point m_t_start, m_t_loop; // the process's start, the loop's
 };
 
 // Ranks other than 0 start where rank 0 does: its step and its state (restored, or initial).
@@ -648,6 +678,9 @@ TrainResult run_training(const TrainOptions& opt) {
   if (s.writer) {
     lock.emplace(resume_or_start(s));
     s.note("data: " + describe_data(s.data, s.plan.val_samples)); // once every input was accepted
+    for (const auto& w : s.data.warnings) {
+      s.note("warning: data: " + w);
+    }
   }
   if (s.ranks) {
     share_start(s);

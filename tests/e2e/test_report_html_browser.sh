@@ -26,6 +26,16 @@ for i in $(seq 0 60); do
 done >"$T/b/steps.jsonl"
 expect_rc 1 "$REPRUN" diff "$A" "$T/b/steps.jsonl" --format html -o "$T/lengths.html"
 expect_rc 1 "$REPRUN" diff "$TD/runs/base" "$TD/runs/computation" --format html -o "$T/report.html"
+# Two runs whose metadata differ in long values (digests, paths, a seed, the data): the metadata
+# table must show every column, "B" and "counted" included, without scrolling, at a desktop width
+# (issue 41, item 9: at 1300 px it scrolled sideways and hid them).
+small_config "$T/m1.json"
+small_config "$T/m2.json" '"optimizer": {"lr": 0.02, "momentum": 0.5}'
+json_edit "$T/m2.json" seed=6 data.samples=640
+expect_rc 0 "$REPRUN" train "$T/m1.json" -o "$T/meta-a-run-in-a-folder-with-a-long-name" -q
+expect_rc 0 "$REPRUN" train "$T/m2.json" -o "$T/meta-b-run-in-a-folder-with-a-long-name" -q --threads 1
+expect_rc 1 "$REPRUN" diff "$T/meta-a-run-in-a-folder-with-a-long-name" "$T/meta-b-run-in-a-folder-with-a-long-name" \
+  --format html -o "$T/meta.html"
 
 # A small search on the wine data: 4 trials of 2 epochs, evaluated every 5 steps (curves of 4 points).
 cp "$EX/wine-csv.json" "$T/wine-search.json"
@@ -61,6 +71,9 @@ probe='<script>(function () {
     }
   }
   out.push("broken-headers " + broken.length + " " + broken.join(","));
+  const scrolling = [...document.querySelectorAll(".scroll")].filter(e => e.scrollWidth > e.clientWidth + 1);
+  out.push("scrolling " + scrolling.length + " " + scrolling.map(e => e.previousElementSibling ?
+                                                                  e.previousElementSibling.textContent : "?").join(","));
   const gap = document.getElementById("gap-plot");
   if (gap) {
     const ticks = [...gap.querySelectorAll("text.ytick")];
@@ -118,6 +131,12 @@ for html in "$T/lengths.html" "$T/report.html"; do
     grep -qE '^gap-ticks [0-9]+ ordered 1 decades 1 labels ' "$T/m" ||
       fail "$(basename "$html"): the |diff| axis lacks labelled decade ticks at $w px: $(grep gap-ticks "$T/m")"
   done
+done
+for w in 1000 1300 1400; do
+  measure "$T/meta.html" "$w"
+  grep -q '^page-overflow 0$' "$T/m" || fail "meta.html scrolls sideways at $w px: $(cat "$T/m")"
+  grep -q '^scrolling 0 $' "$T/m" || fail "meta.html: a table scrolls inside its box at $w px: $(grep scrolling "$T/m")"
+  grep -q '^broken-headers 0 ' "$T/m" || fail "meta.html: a column header breaks inside a word at $w px: $(grep broken "$T/m")"
 done
 for w in 360 800 1400; do
   measure "$T/leaderboard.html" "$w"

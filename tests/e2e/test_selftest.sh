@@ -69,7 +69,7 @@ printf '{"seed": 1, "optimizer": {"momentum": 0}}' >"$T/m0.json"
 expect_error 'optimizer with state' "$REPRUN" selftest "$T/m0.json" -q
 expect_error 'is not empty' "$REPRUN" selftest -o "$T/w" -q
 # The trainer's hook refuses a fault it cannot apply, before creating anything.
-expect_error "REPRUN_SELFTEST_FAULT: 'bogus': expected flip:STEP:TENSOR or drop-state" \
+expect_error "REPRUN_SELFTEST_FAULT: 'bogus': expected flip:STEP:TENSOR, drop-state or restart" \
   env REPRUN_SELFTEST_FAULT=bogus "$REPRUN" train "$T/w/selftest.json" -o "$T/f1" -q
 expect_error "REPRUN_SELFTEST_FAULT: no tensor 'dense_9.weight'" \
   env REPRUN_SELFTEST_FAULT=flip:3:dense_9.weight "$REPRUN" train "$T/w/selftest.json" -o "$T/f2" -q

@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 using namespace reprun;
 using ojson = nlohmann::ordered_json;
 
@@ -81,7 +83,8 @@ TEST_CASE("cause: changed data names the files; a changed hyperparameter names t
 }
 
 TEST_CASE("cause: an unpinned environment variable, a different build, a changed seed first for initial weights") {
-  ojson a = train_manifest("ordered", 2), b = a;
+  // A program's runs (exec): the built-in trainer reads no environment variable (below).
+  ojson a = {{"kind", "exec"}}, b = a;
   a["env"] = {{"OMP_NUM_THREADS", "4"}};
   b["env"] = {{"OMP_NUM_THREADS", "8"}};
   a["reprun"] = {{"compiler", "g++ 12"}};
@@ -129,11 +132,53 @@ TEST_CASE("cause: a run that stopped is resumed; equal numbers with a differing 
   REQUIRE_FALSE(d.empty());
   CHECK(d[0].cause == "run runs/b stopped before its end (status interrupted): it was killed or crashed");
   CHECK(d[0].fix == "resume it: reprun train --resume runs/b");
-  ojson b = train_manifest("ordered", 2);
-  b["host"] = {{"kernel", "6.1"}};
-  d = diagnose(different(DivergenceKind::none, train_manifest("ordered", 2), b));
+  ojson a = train_manifest("ordered", 2), b = a;
+  a["host"] = {{"arch", "x86_64"}};
+  b["host"] = {{"arch", "aarch64"}};
+  d = diagnose(different(DivergenceKind::none, a, b));
   REQUIRE(d.size() == 1);
-  CHECK(d[0].fix.find("--ignore-meta host.kernel") != std::string::npos);
+  CHECK(d[0].fix.find("--ignore-meta host.arch") != std::string::npos);
+}
+
+TEST_CASE("cause: for the built-in trainer, facts its guarantees make irrelevant are listed, not counted") {
+  // Issue 41, item 5: a README commit, a copy without git, OMP_NUM_THREADS and LANG, the core count
+  // and libc. An exec run's program may read any of them: counted there, as before.
+  for (const char* kind : {"train", "exec"}) {
+    ojson a = {{"kind", kind}}, b = a;
+    a["code"] = {{"git", {{"commit", "aaaa"}, {"dirty", false}}}};
+    b["code"] = {{"git", nullptr}};
+    a["env"] = {{"OMP_NUM_THREADS", nullptr}, {"LANG", "C.UTF-8"}};
+    b["env"] = {{"OMP_NUM_THREADS", "3"}, {"LANG", "en_US.UTF-8"}};
+    a["host"] = {{"arch", "x86_64"}, {"libc", "glibc 2.36"}, {"logical_cores", 2}, {"cpu_model", "AMD EPYC"}};
+    b["host"] = {{"arch", "x86_64"}, {"libc", "glibc 2.39"}, {"logical_cores", 64}, {"cpu_model", "Intel Xeon"}};
+    a["gpu"] = {{"count", 0}};
+    b["gpu"] = {{"count", 1}};
+    DiffResult r = different(DivergenceKind::none, a, b);
+    const bool train = std::string(kind) == "train";
+    CAPTURE(kind);
+    CHECK(r.material_meta_count() == (train ? 0 : 9));
+    for (const auto& m : r.meta) {
+      CAPTURE(m.key);
+      CHECK((m.kind == MetaDelta::Kind::informational) == train);
+      CHECK(m.why.empty() != train);
+    }
+    CHECK(mentions(diagnose(r), "OMP_NUM_THREADS") != train);
+    CHECK(mentions(diagnose(r), "a different build") != train);
+  }
+  // The architecture is not guaranteed, and a run on the GPU counts its GPU.
+  ojson a = train_manifest("ordered", 2), b = a;
+  a["host"] = {{"arch", "x86_64"}};
+  b["host"] = {{"arch", "aarch64"}};
+  a["gpu"] = {{"count", 0}};
+  b["gpu"] = {{"count", 1}};
+  b["config"]["determinism"]["device"] = "cuda";
+  DatasetDelta ds;
+  const auto meta = diff_manifests(a, b, {}, ds);
+  for (const char* key : {"host.arch", "gpu.count"}) {
+    const auto it = std::find_if(meta.begin(), meta.end(), [&](const MetaDelta& m) { return m.key == key; });
+    REQUIRE(it != meta.end());
+    CHECK(it->kind == MetaDelta::Kind::material);
+  }
 }
 
 TEST_CASE("cause: every different result gets one, an identical one none") {
@@ -178,4 +223,77 @@ TEST_CASE("cause: diff_runs fills the diagnosis of two run directories") {
   REQUIRE_FALSE(r.identical);
   REQUIRE_FALSE(r.diagnosis.empty());
   CHECK(r.diagnosis[0].fix == "set determinism.reduction: ordered");
+}
+
+namespace {
+
+// A built-in trainer's manifest reading `files` (path, size, sha256) under data.path `path`.
+ojson csv_run(const std::string& path, const ojson& files, const std::string& fingerprint) {
+  ojson m = train_manifest("ordered", 2);
+  m["config"]["data"] = {{"kind", "csv"}, {"path", path}, {"classes", 3}};
+  m["config_file"] = {{"sha256", "f-" + path}, {"left_to_data", {"data.classes"}}};
+  m["config_digest"] = "d-" + path;
+  m["data"] = {{"fingerprint", fingerprint}, {"samples", 178}, {"files", files}};
+  m["plan"] = {{"train_samples", 134}, {"val_samples", 44}};
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("cause: the same data under another path or name is no change for the built-in trainer") {
+  // Issue 41, item 3: wine.csv by a relative and an absolute path (one fingerprint), and a copy
+  // renamed wine_v2.csv (the fingerprint hashes names: another one, the same bytes).
+  const ojson wine = {{{"path", "wine.csv"}, {"size", 11285}, {"sha256", "aa"}}};
+  const ojson a = csv_run("wine.csv", wine, "sha256:1");
+  DiffResult r = different(DivergenceKind::none, a, csv_run("/data/wine.csv", wine, "sha256:1"));
+  CHECK(r.material_meta_count() == 0);
+  for (const auto& m : r.meta) {
+    CAPTURE(m.key);
+    CHECK(m.kind != MetaDelta::Kind::material);
+  }
+  const ojson v2 = {{{"path", "wine_v2.csv"}, {"size", 11285}, {"sha256", "aa"}}};
+  r = different(DivergenceKind::none, a, csv_run("wine_v2.csv", v2, "sha256:2"));
+  CHECK(r.material_meta_count() == 0);
+  CHECK(r.dataset.same_bytes);
+  CHECK_FALSE(r.dataset.counted());
+  // Other bytes, or the same bytes in another order (a folder's files are read by name), count.
+  const ojson other = {{{"path", "wine.csv"}, {"size", 11285}, {"sha256", "bb"}}};
+  r = different(DivergenceKind::data_order, a, csv_run("wine.csv", other, "sha256:3"));
+  CHECK(r.dataset.counted());
+  CHECK(diagnose(r)[0].cause == "the training data changed (changed: wine.csv)");
+  const ojson two = {{{"path", "a.csv"}, {"size", 1}, {"sha256", "x"}}, {{"path", "b.csv"}, {"size", 2}, {"sha256", "y"}}};
+  const ojson swapped = {{{"path", "a.csv"}, {"size", 2}, {"sha256", "y"}}, {{"path", "c.csv"}, {"size", 1}, {"sha256", "x"}}};
+  r = different(DivergenceKind::data_order, csv_run("d", two, "sha256:4"), csv_run("d", swapped, "sha256:5"));
+  CHECK(r.dataset.counted());
+  CHECK(r.material_meta_count() > 0);
+  // A program's inputs (exec) are not the built-in trainer's data: its rules stay.
+  ojson ea = a, eb = csv_run("/data/wine.csv", wine, "sha256:1");
+  ea["kind"] = eb["kind"] = "exec";
+  CHECK(different(DivergenceKind::none, ea, eb).material_meta_count() > 0);
+}
+
+TEST_CASE("cause: values the data decides are its effects, named under its cause, never config causes") {
+  // Issue 41, item 4: five rows appended (the plan's sample counts follow), a part file removed
+  // (data.classes, which no config set, follows).
+  const ojson f1 = {{{"path", "wine.csv"}, {"size", 11285}, {"sha256", "aa"}}};
+  const ojson f2 = {{{"path", "wine.csv"}, {"size", 11609}, {"sha256", "bb"}}};
+  ojson a = csv_run("wine.csv", f1, "sha256:1"), b = csv_run("wine.csv", f2, "sha256:2");
+  b["data"]["samples"] = 183;
+  b["plan"] = {{"train_samples", 138}, {"val_samples", 45}};
+  b["config"]["data"]["classes"] = 2;
+  b["config_digest"] = "d-other";
+  auto d = diagnose(different(DivergenceKind::data_order, a, b));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].cause == "the training data changed (changed: wine.csv; with it, as effects: config.data.classes 3 -> 2, "
+                      "plan.train_samples 134 -> 138 and plan.val_samples 44 -> 45)");
+  CHECK_FALSE(mentions(d, "configuration differs"));
+  CHECK_FALSE(mentions(d, "hyperparameters"));
+  // A key the config set is a config cause even when the data changed too; and so are the plan's
+  // counts when the validation fraction changed with it.
+  a["config_file"]["left_to_data"] = b["config_file"]["left_to_data"] = ojson::array();
+  b["config"]["data"]["validation_fraction"] = 0.3;
+  d = diagnose(different(DivergenceKind::data_order, a, b));
+  REQUIRE(d.size() == 2);
+  CHECK(d[0].cause == "the training data changed (changed: wine.csv)");
+  CHECK(d[1].cause.find("hyperparameters changed: data.classes 3 -> 2") == 0);
 }

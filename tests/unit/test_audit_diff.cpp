@@ -673,10 +673,16 @@ TEST_CASE("manifest diff: absent keys, data files, varied and ignored keys, and 
   CHECK(delta(deltas, "host.memory")->rank == 9);
   CHECK(delta(deltas, "host.hostname")->kind == MetaDelta::Kind::volatile_field);
   // check --vary marks what it changed; --ignore-meta what the user chose to ignore; a prefix
-  // matches whole components only ("seed" is not "seeds").
+  // matches whole components only ("seed" is not "seeds"), so "seed" matches no key and is
+  // refused, with the key it may have meant.
   DiffOptions opt;
   opt.varied = {"seeds"};
   opt.ignore_meta = {"host", "gpu.name", "seed"};
+  DatasetDelta ds_seed;
+  CHECK_THROWS_WITH(diff_manifests(a, b, opt, ds_seed),
+                    "--ignore-meta seed: matches no metadata key of either run, so it would ignore nothing (did you "
+                    "mean 'seeds'?)");
+  opt.ignore_meta = {"host", "gpu.name"};
   DatasetDelta ds2;
   auto marked = diff_manifests(a, b, opt, ds2);
   CHECK(delta(marked, "seeds.init")->kind == MetaDelta::Kind::varied);

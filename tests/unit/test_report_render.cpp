@@ -188,7 +188,7 @@ TEST_CASE("report: escapes, data files, non-finite numbers in every format match
   const std::string html = render_diff(r, ReportFormat::html, false);
   CHECK(html.find("<a>") == std::string::npos);
   CHECK(html.find("<code>runs/&lt;a&gt;&amp;&apos;x&apos;</code>") != std::string::npos);
-  CHECK(html.find("<td>&quot;x&lt;y&quot;</td>") != std::string::npos);
+  CHECK(html.find("<td class=\"v\">&quot;x&lt;y&quot;</td>") != std::string::npos);
   const std::string junit = render_diff(r, ReportFormat::junit, false);
   CHECK(junit.find("runs/&lt;a&gt;&amp;&apos;x&apos;") != std::string::npos);
   CHECK(junit.find("<a>") == std::string::npos);
@@ -290,4 +290,24 @@ TEST_CASE("report: format names, with a suggestion for a near miss") {
     msg = e.what();
   }
   CHECK(msg == "--format jsno: unknown report format; expected text, json, markdown, junit or html (did you mean 'json'?)");
+}
+
+TEST_CASE("report: a check that could not give a verdict shows its error in every format") {
+  const std::string error = "c.json: training.epochs: must be between 1 and 1000000, got 0 <&>";
+  for (auto f : {ReportFormat::text, ReportFormat::json, ReportFormat::markdown, ReportFormat::junit,
+                 ReportFormat::html}) {
+    const std::string out = render_check_error("check", "c.json", error, f);
+    CAPTURE(out);
+    const bool markup = f == ReportFormat::junit || f == ReportFormat::html;
+    CHECK(out.find(markup ? "ERROR: c.json: training.epochs: must be between 1 and 1000000, got 0 &lt;&amp;&gt;"
+                          : "ERROR: " + error) != std::string::npos);
+  }
+  const std::string junit = render_check_error("check", "c.json", error, ReportFormat::junit);
+  CHECK(junit.find("<testsuites name=\"reprun\" tests=\"1\" failures=\"0\" errors=\"1\">") != std::string::npos);
+  CHECK(junit.find("<error message=\"c.json: training.epochs: must be between 1 and 1000000, got 0 &lt;&amp;&gt;\"") !=
+        std::string::npos);
+  const auto json = nlohmann::ordered_json::parse(render_check_error("check", "c.json", error, ReportFormat::json));
+  CHECK(json["identical"] == false);
+  CHECK(json["error"] == error);
+  CHECK(json["config"] == "c.json");
 }

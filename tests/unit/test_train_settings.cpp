@@ -59,3 +59,21 @@ TEST_CASE("settings: the first difference that counts names the key and both val
   CHECK(d->a == "[64]");
   CHECK(d->b == "[64,8]");
 }
+
+TEST_CASE("settings: the result digest key by key names what an edit changed, execution settings left out") {
+  const std::string base = R"({"seed":1,"optimizer":{"lr":0.05,"momentum":0.9},"model":{"hidden":[64]},
+                               "training":{"batch_size":32,"accumulation":1},"determinism":{"threads":2}})";
+  const auto recorded = result_key_digests(base);
+  CHECK(recorded.count("optimizer.lr") == 1);
+  CHECK(recorded.count("model.hidden") == 1); // an array is one leaf
+  CHECK(recorded.count("training.accumulation") == 0);
+  CHECK(recorded.count("determinism.threads") == 0);
+  CHECK(recorded.at("optimizer.lr").size() == 16);
+  CHECK(keys_not_matching(base, recorded).empty());
+  // The same values written by another JSON writer (other spacing) match.
+  CHECK(keys_not_matching(nlohmann::ordered_json::parse(base).dump(2), recorded).empty());
+  const std::string edited = R"({"seed":1,"optimizer":{"lr":0.1,"momentum":0.9,"eps":1e-8},"model":{"hidden":[64]},
+                                 "training":{"batch_size":32,"accumulation":4},"determinism":{"threads":1}})";
+  CHECK(keys_not_matching(edited, recorded) == std::vector<std::string>{"optimizer.eps", "optimizer.lr"});
+  CHECK(result_config_digest(edited) != result_config_digest(base));
+}

@@ -46,7 +46,11 @@ struct DataFileDelta {
 
 struct DatasetDelta {
   std::vector<DataFileDelta> added, removed, changed;
+  // The files differ by name only: the same bytes in the same order, so the built-in trainer reads
+  // the same rows (listed, not counted).
+  bool same_bytes = false;
   bool any() const { return !added.empty() || !removed.empty() || !changed.empty(); }
+  bool counted() const { return any() && !same_bytes; }
 };
 
 struct TensorDelta {

@@ -21,6 +21,10 @@ struct CheckRun {
   std::string variation; // "threads=2; killed after step 20 and resumed"
   int exit_code = 0;
   std::string status;
+  // check --vary resume: the step the resumed process continued from (its manifest's
+  // resumes[].from_step), and the checkpoint it had to continue from; -1 when not resumed.
+  long resumed_from = -1;
+  long resume_checkpoint = -1;
 };
 
 struct CheckPair {

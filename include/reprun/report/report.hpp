@@ -23,6 +23,11 @@ nlohmann::ordered_json check_to_json(const CheckResult& r);
 
 std::string render_diff(const DiffResult& r, ReportFormat f, bool color);
 std::string render_check(const CheckResult& r, ReportFormat f, bool color);
+// The report of a check or exec that could not give a verdict (exit 2): `kind` ("check"), what it
+// checked (the config, or the program's command line) and the error line, so that a CI test view
+// shows the error rather than nothing. JUnit: one test case with an <error>.
+std::string render_check_error(const std::string& kind, const std::string& subject, const std::string& error,
+                               ReportFormat f);
 
 // Colour on when stdout is a terminal and NO_COLOR is unset.
 bool want_color();

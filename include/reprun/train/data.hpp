@@ -32,6 +32,13 @@ struct Dataset {
   std::string label_name;          // csv with a header: that column's name
   std::vector<std::string> column_names; // csv with a header: every column's name, in file order
   std::vector<long> class_counts;  // samples per class, 0..classes-1
+  // The config keys the config left to this data (csv and idx: classes 0, header "auto", a negative
+  // label_column), resolved from it: recorded, so that a diff tells values the data decided from
+  // values a config set.
+  std::vector<std::string> left_to_data;
+  // What a person should hear of before trusting a run on this data (a column of row IDs trained as
+  // a feature); train says each once, as a warning, when it starts.
+  std::vector<std::string> warnings;
 };
 
 // The smallest and largest number of samples of a class.

@@ -5,6 +5,7 @@
 // and the metadata diff, which shows them as "not counted" and never fails on them.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +30,16 @@ const std::vector<std::string>& derived_execution_keys();
 // Digest of the resolved config without the execution settings: checkpoints are bound to it, and
 // a run may be resumed or forked only under a config with the same digest.
 std::string result_config_digest(const std::string& resolved_config_json);
+
+// What result_config_digest digests, key by key: every leaf of the resolved config without the
+// execution settings ("optimizer.lr"; an array is one leaf), with the XXH3-64 of its JSON text, as
+// 16 hex digits. A run records them beside its digest (manifest "config_key_digests"), so that a
+// config that no longer matches its digest can name the key that changed.
+std::map<std::string, std::string> result_key_digests(const std::string& resolved_config_json);
+// The keys whose value in `resolved_config_json` does not match `recorded` (result_key_digests of
+// the config the run started with), keys only one side has included, in key order.
+std::vector<std::string> keys_not_matching(const std::string& resolved_config_json,
+                                           const std::map<std::string, std::string>& recorded);
 
 // Where two resolved configs differ in what counts for the result (execution settings left out):
 // the dotted key and both values as JSON ("(absent)" for a missing key).

@@ -39,6 +39,9 @@ struct TrainOptions {
   std::string device;                  // --device: cpu or cuda; "": keep the config's
   std::vector<std::string> command_line;
   long kill_after_step = 0;            // testing aid: SIGKILL ourselves after logging this step
+  bool kill_after_save = false;        // testing aid: ... and after writing its checkpoint, when the
+                                       // step has one (check --vary resume: the kill never lands
+                                       // between a step's record and its checkpoint)
   int kill_rank = -1;                  // testing aid: ... only on this MPI rank (-1: every rank)
   std::vector<std::string> env_allow;  // --env-allow: more environment variables to record
   std::string search_trial;            // `reprun search` trains a trial: its facts (a JSON object) go to
@@ -60,6 +63,7 @@ struct TrainResult {
   std::string run_dir;
   long steps = 0;
   double train_loss = 0.0;
+  bool has_train_loss = false; // a step's loss is known (none before the first step)
   double val_loss = 0.0;
   double val_accuracy = 0.0;
   bool has_val = false;
