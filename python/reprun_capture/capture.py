@@ -64,7 +64,11 @@ class _LoggedParams:
                     group_pos.append((g, i))
         names = [n or f"param_groups.{g}.{i}" for n, (g, i) in zip(cap._names_for(params), group_pos)]
         self.n_names = len(cap.param_names)  # after _names_for, which may name them from the heap
-        self.fixed = cap.fp.fixed(params)
+        # The buffers of the modules these parameters belong to (BatchNorm's running statistics and
+        # counters): no optimizer updates them, and the training loss may not show them.
+        self.buffers = cap.buffer_slots(params)
+        names += [name for _, _, _, name in self.buffers]
+        self.fixed = cap.fp.fixed(params + [t for _, _, t, _ in self.buffers])
         # The record's object keeps a name's first place and its last tensor, as a dict did.
         last = {}
         for i, n in enumerate(names):
@@ -80,7 +84,8 @@ class _LoggedParams:
             current = g["params"]
             if len(current) != len(saved) or not all(map(operator.is_, current, saved)):
                 return False
-        return True
+        # A buffer assigned anew (module.running_mean = ...) is another tensor.
+        return all(m._buffers.get(k) is t for m, k, t, _ in self.buffers)
 
 
 class Capture:
@@ -102,7 +107,10 @@ class Capture:
         self.step = 0  # optimizer steps, numbered on from a resumed checkpoint's step
         self.steps_here = 0  # optimizer steps this process made
         self.backward_since_step = False
-        self.phase = "forward"
+        # "init" until the training starts: the first training forward (a module in training mode with
+        # grad enabled), backward, optimizer step or zero_grad, or the first iteration of a DataLoader.
+        # Before it: data set construction, model init, random_split.
+        self.phase = "init"
         self.busy = False  # our own tensor work: never traced, never counted
         self.owner = None  # None: undecided; True: this process writes the step log; False: another does
         self.log_fd = None  # the step log, written with os.write: one whole line per write
@@ -139,6 +147,7 @@ class Capture:
         self._patch_zero_grad()
         self._patch_init_process_group()
         self._patch_compile()
+        self._patch_loader_iter()
         self.ckpt.install()
         mm = torch.nn.modules.module
         # Global module hooks name the modules (and, in a replay, give each op its module); they slow
@@ -183,6 +192,7 @@ class Capture:
                     if cap._global_hooks and not cap.busy and os.getpid() == cap.pid:
                         cap.ckpt.at_backward()
                 cap.backward_depth += 1
+                cap.training_starts()  # a functional model: its first backward ends the initialization
                 saved, cap.phase = cap.phase, "backward"
                 try:
                     return original(first, *args, **kwargs)
@@ -241,6 +251,7 @@ class Capture:
                 elif callable(kwargs.get("closure")):
                     kwargs["closure"] = cap._forward_closure(kwargs["closure"])
                 cap.opt_depth += 1
+                cap.training_starts()
                 saved, cap.phase = cap.phase, "optimizer"
                 try:
                     result = step(opt, *args, **kwargs)
@@ -272,6 +283,26 @@ class Capture:
             wrap(cls)
 
         Optimizer.__init_subclass__ = init_subclass
+
+    def training_starts(self):
+        """The end of the initialization phase (see __init__)."""
+        if self.phase == "init":
+            self.phase = "forward"
+
+    def _patch_loader_iter(self):
+        DataLoader = self.torch.utils.data.DataLoader
+        iter_ = DataLoader.__dict__.get("__iter__")
+        if iter_ is None or getattr(iter_, "_reprun_wrapped", False):
+            return
+        cap = self
+
+        @functools.wraps(iter_)
+        def wrapped(loader):
+            cap.training_starts()
+            return iter_(loader)
+
+        wrapped._reprun_wrapped = True
+        DataLoader.__iter__ = wrapped
 
     def _forward_closure(self, closure):
         cap = self
@@ -347,6 +378,7 @@ class Capture:
             def wrap(original):
                 @functools.wraps(original)
                 def wrapped(obj, *args, **kwargs):
+                    cap.training_starts()
                     saved, cap.phase = cap.phase, "zero_grad"
                     try:
                         return original(obj, *args, **kwargs)
@@ -365,6 +397,8 @@ class Capture:
         if not self.module_stack:
             if id(module) not in self.module_names:
                 self._name_root(module)
+            if module.training and self.torch.is_grad_enabled():
+                self.training_starts()
             if not self.busy and os.getpid() == self.pid and self.ckpt.wants_forwards():
                 self.ckpt.at_forward(module, inputs)
         self.module_stack.append(module)
@@ -380,16 +414,39 @@ class Capture:
     def _name_root(self, root):
         # A torch.compile'd module (OptimizedModule) is named as the module it wraps, so that its
         # parameters have the same names compiled or not (not "_orig_mod.0.weight").
-        self.roots.append(root)
-        orig = getattr(root, "_orig_mod", None)
-        if isinstance(orig, self.torch.nn.Module) and type(root).__name__ == "OptimizedModule":
+        orig = self._unwrapped(root)
+        if orig is not root:
             self.module_names.setdefault(id(root), type(orig).__name__)
             root = orig
+        self.roots.append(root)
         root_name = type(root).__name__
         for name, m in root.named_modules():
             self.module_names.setdefault(id(m), name or root_name)
         for name, p in root.named_parameters():
             self.param_names.setdefault(id(p), name)
+
+    def buffer_slots(self, params):
+        """(module, key, tensor, name) of every buffer of the named modules that hold one of `params`,
+        named by module path as the parameters are ("1.running_mean")."""
+        ids = {id(p) for p in params}
+        out, seen = [], set()
+        for root in self.roots:
+            root = self._unwrapped(root)
+            if not any(id(p) in ids for p in root.parameters()):
+                continue
+            for path, m in root.named_modules():
+                for k, t in m._buffers.items():
+                    if isinstance(t, self.torch.Tensor) and id(t) not in seen:
+                        seen.add(id(t))
+                        out.append((m, k, t, f"{path}.{k}" if path else k))
+        return out
+
+    def _unwrapped(self, module):
+        """The module a torch.compile'd one (OptimizedModule) wraps, else the module."""
+        orig = getattr(module, "_orig_mod", None)
+        if isinstance(orig, self.torch.nn.Module) and type(module).__name__ == "OptimizedModule":
+            return orig
+        return module
 
     def current_module(self):
         """(path, class name) of the innermost module being called, or ("", "")."""

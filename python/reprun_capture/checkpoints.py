@@ -30,6 +30,7 @@ import json
 import os
 import signal
 import sys
+import warnings
 import weakref
 
 from .imports import after_import
@@ -561,6 +562,53 @@ class CheckpointWatch:
         finally:
             cap.busy = busy
 
+    def _shuffles_from_torch(self):
+        """The lines of the DataLoaders that shuffle without a generator of their own: each epoch's
+        iterator draws its order's seed from torch's global generator when it starts."""
+        out = []
+        for r, line in self.loaders:
+            loader = r()
+            if loader is None or getattr(loader, "generator", None) is not None:
+                continue
+            samplers = [getattr(loader, "sampler", None), getattr(getattr(loader, "batch_sampler", None), "sampler", None)]
+            if any(type(sm).__name__ == "RandomSampler" and getattr(sm, "generator", None) is None for sm in samplers):
+                out.append(line)
+        return out
+
+    def _other_modules(self, params):
+        """(name, module) of the modules alive now that hold tensors and are not part of the model the
+        optimizers train (an EMA copy, a teacher): the tops of the module trees on the heap. Named by
+        the program's global variable that holds one ("ema (AveragedModel)"), else by class, so that
+        every process names it alike."""
+        import gc
+
+        torch = self.torch
+        with warnings.catch_warnings():  # isinstance() on some heap objects warns
+            warnings.simplefilter("ignore")
+            mods = [o for o in gc.get_objects() if isinstance(o, torch.nn.Module)]
+        children = {id(c) for m in mods for c in m.children()}
+        trained = {id(p) for p in params}
+        main = getattr(sys.modules.get("__main__"), "__dict__", {})
+        by_id = {}
+        for k, v in list(main.items()):
+            if isinstance(v, torch.nn.Module) and not k.startswith("_"):
+                by_id.setdefault(id(v), k)
+        out, taken = [], {}
+        for m in mods:
+            if id(m) in children or type(m).__name__ == "OptimizedModule":
+                continue
+            try:
+                tensors = list(m.parameters()) + list(m.buffers())
+            except Exception:
+                continue
+            if not tensors or any(id(t) in trained for t in tensors):
+                continue
+            cls = type(m).__name__
+            name = f"{by_id[id(m)]} ({cls})" if id(m) in by_id else f"module {cls}"
+            taken[name] = taken.get(name, 0) + 1
+            out.append((name if taken[name] == 1 else f"{name} #{taken[name]}", m))
+        return sorted(out, key=lambda nm: nm[0])
+
     def _snapshot(self, inputs):
         torch = self.torch
         fp = self.cap.fp
@@ -579,6 +627,16 @@ class CheckpointWatch:
         names = [n or f"param.{i}" for i, n in enumerate(self.cap._names_for(params))]
         fps = fp.many(params)
         add("parameters", "parameters", _text_digest(fps), {"tensors": len(params), "fingerprints": dict(zip(names, fps))})
+        buffers = self.cap.buffer_slots(params)
+        if buffers:
+            bfps = fp.many([t for _, _, t, _ in buffers])
+            add("buffers", "buffers", _text_digest(bfps),
+                {"tensors": len(buffers), "fingerprints": dict(zip((n for _, _, _, n in buffers), bfps))})
+        for name, module in self._other_modules(params):
+            tensors = dict(module.state_dict(keep_vars=True))
+            tensors = {k: v for k, v in tensors.items() if isinstance(v, torch.Tensor)}
+            mfps = fp.many(list(tensors.values()))
+            add(name, "module", _text_digest(mfps), {"tensors": len(tensors), "fingerprints": dict(zip(tensors, mfps))})
         by_id = {id(p): n for p, n in zip(params, names)}
         for i, opt in enumerate(optimizers):
             label = f"optimizer {i} ({type(opt).__name__})"
@@ -640,7 +698,8 @@ class CheckpointWatch:
             tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
             if tensors:
                 bfps = fp.many(tensors)
-                add("batch", "batch", _text_digest(bfps), {"tensors": len(tensors), "shapes": [list(t.shape) for t in tensors]})
+                add("batch", "batch", _text_digest(bfps), {"tensors": len(tensors), "shapes": [list(t.shape) for t in tensors],
+                                                           "shuffles_from_torch": self._shuffles_from_torch()})
         return out
 
 

@@ -17,7 +17,7 @@ COMMAND = {command!r}
 OP = {op!r}
 WHERE = {where!r}  # {func}
 DEVICE = {device!r}
-FIX = {fix!r}  # deterministic | threads | seed | "" (unknown: the deterministic-algorithms switch)
+FIX = {fix!r}  # deterministic | threads | seed | seed_own | "" (unknown: the deterministic-algorithms switch)
 THREADS = {threads!r}  # intra-op thread counts of the runs (FIX == "threads")
 
 
@@ -60,11 +60,20 @@ def main():
         saved = torch.load(os.path.join(here, "op-inputs.pt"))
     op = resolve(OP)
 
+    own_seed = [None]  # the seed of the op's own generator (generator=), None: from entropy
+
     def once(before=None):
         if before:
             before()
 
         def copy(x):
+            if isinstance(x, dict) and "__reprun_generator__" in x:  # the op's own torch.Generator
+                g = torch.Generator(device=x["__reprun_generator__"])
+                if own_seed[0] is None:
+                    g.seed()
+                else:
+                    g.manual_seed(own_seed[0])
+                return g
             return x.clone() if isinstance(x, torch.Tensor) else x
 
         args = [copy(a) for a in saved["args"]]
@@ -103,6 +112,11 @@ def main():
     if FIX == "seed":
         report("without the fix (the generator as it comes)", [once() for _ in range(n)])
         report("with the fix (torch.manual_seed(0) before the op)", [once(lambda: torch.manual_seed(0)) for _ in range(n)])
+        return 0
+    if FIX == "seed_own":
+        report("without the fix (its generator seeded from entropy, as generator.seed() does)", [once() for _ in range(n)])
+        own_seed[0] = 0
+        report("with the fix (its generator made with manual_seed(0))", [once() for _ in range(n)])
         return 0
     report("without the fix", [once() for _ in range(n)])
     torch.use_deterministic_algorithms(True)

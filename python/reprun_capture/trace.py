@@ -7,18 +7,22 @@ One JSON line per op (docs/run-format.md, "ops.jsonl"):
    input, the index of the op that last wrote its storage, or -1], "args": crc of the other
    arguments, "argv": those arguments as text when short (absent otherwise), "out": [fingerprints
    of the tensor outputs] or null for uninitialized memory}
-The phase is forward, backward, optimizer (inside an optimizer's step()) or zero_grad (inside
+The phase is init (before the training starts, outside any loop: data sets, model init), forward, backward,
+optimizer (inside an optimizer's step()) or zero_grad (inside
 Optimizer.zero_grad or Module.zero_grad: what it runs depends on whether gradients exist yet).
 "compiled": true marks an op of code the program compiles with torch.compile (the replay runs it
 with compilation off).
 and a last line {"end": "steps" | "max_ops" | "exit", "ops": N, "steps": S}.
 """
 
+import hashlib
 import json
 import os
 import sys
 import sysconfig
 import zlib
+
+from .checkpoints import RANDOM_OPS
 
 # Ops whose outputs are uninitialized memory: they differ by design and are never compared (nor are
 # the handles of the profiler.* ops).
@@ -51,6 +55,7 @@ class _SourceLines:
         self.skip = tuple(sorted(p + os.sep for p in skip))
         self.cwd = os.getcwd() + os.sep
         self._user = {}
+        self._loops = {}  # file -> the lines inside its for and while loops
 
     def _is_user(self, filename):
         u = self._user.get(filename)
@@ -62,6 +67,34 @@ class _SourceLines:
                 u = not a.startswith(self.skip) and "site-packages" not in a and "dist-packages" not in a
             self._user[filename] = u
         return u
+
+    def in_loop(self, frame):
+        """Whether a user frame at or above `frame` is at a line inside a for or while loop: an op that
+        runs before the training starts there is the loop's (a batch made before the first forward),
+        not the initialization's."""
+        while frame is not None:
+            code = frame.f_code
+            if self._is_user(code.co_filename) and frame.f_lineno in self._loop_lines(code.co_filename):
+                return True
+            frame = frame.f_back
+        return False
+
+    def _loop_lines(self, filename):
+        lines = self._loops.get(filename)
+        if lines is None:
+            import ast
+
+            lines = set()
+            try:
+                with open(filename, encoding="utf-8") as f:
+                    tree = ast.parse(f.read(), filename)
+                for node in ast.walk(tree):
+                    if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                        lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+            except (OSError, SyntaxError, ValueError):
+                pass
+            self._loops[filename] = lines
+        return lines
 
     def find(self, frame):
         """(function, "file:line") of the innermost user frame at or above `frame`, or ("", "")."""
@@ -178,6 +211,7 @@ class OpTracer:
             storages = [self._storage(t) for t in tin]
             src = [self._source(t, k, fp) for t, k, fp in zip(tin, storages, fin)]
             other = "|".join(_plain_repr(self.torch, x) for x in leaves if not isinstance(x, self.torch.Tensor))
+            gen = self._generator(name, leaves, tin, kwargs)
         except Exception as e:  # never the user's error: report it once and trace no further
             self._broken(e)
             return func(*args, **kwargs)
@@ -217,12 +251,17 @@ class OpTracer:
                     self.writer[key] = (i, fout[k] if fout is not None and k < len(fout) else None, self._view(t))
             device = str((tin or tout)[0].device) if (tin or tout) else ""
             fn, where = self.lines.find(sys._getframe(1))
+            phase = cap.phase
+            if phase == "init" and self.lines.in_loop(sys._getframe(1)):
+                phase = "forward"  # the training loop's, before its first forward
             module, module_type = cap.current_module()
             if self.out is None:
                 self._open()
-            rec = {"i": i, "step": cap.step + 1, "phase": cap.phase, "op": name, "module": module, "mtype": module_type,
+            rec = {"i": i, "step": cap.step + 1, "phase": phase, "op": name, "module": module, "mtype": module_type,
                    "func": fn, "where": where, "device": device, "in": fin, "src": src, "args": crc_text(other),
                    "out": fout}
+            if gen is not None:
+                rec["gen"] = gen
             if cap.compiled and cap.in_compiled():
                 rec["compiled"] = True  # the program's own runs ran this op in torch.compile'd code
             if other and len(other) <= _ARGV_MAX:
@@ -233,6 +272,31 @@ class OpTracer:
         finally:
             cap.busy = False
         return out
+
+    def _generator(self, name, leaves, tin, kwargs):
+        """For a random op: the generator it draws from, before it draws: {"own": whether the program
+        passed one (generator=), "seed": its initial_seed(), "state": a digest of its state}. What
+        tells a seed that differs from draws that differ in number from a kernel that differs."""
+        parts = name.split(".")
+        if len(parts) < 2 or parts[1] not in RANDOM_OPS:
+            return None
+        torch = self.torch
+        gen = kwargs.get("generator")
+        if not isinstance(gen, torch.Generator):
+            gen = next((x for x in leaves if isinstance(x, torch.Generator)), None)
+        own = gen is not None
+        if gen is None:
+            device = tin[0].device if tin else kwargs.get("device")
+            device = torch.device(device) if device is not None else torch.device("cpu")
+            if device.type == "cuda":
+                gen = torch.cuda.default_generators[device.index if device.index is not None else torch.cuda.current_device()]
+            elif device.type == "cpu":
+                gen = torch.default_generator
+            else:
+                return None
+        state = gen.get_state()
+        return {"own": own, "seed": int(gen.initial_seed()),
+                "state": hashlib.sha256(bytes(state.cpu().numpy())).hexdigest()[:16]}
 
     def adopt_fork(self):
         """A rank forked from the launcher: the launcher's open trace is the launcher's."""
@@ -319,7 +383,9 @@ class OpTracer:
         try:
             def copy(x):
                 if isinstance(x, torch.Generator):
-                    return None  # not picklable; repro.py draws from the default generator
+                    # Not picklable: repro.py makes one in its place, seeded from entropy (as the
+                    # program's was) or, with the fix, with manual_seed.
+                    return {"__reprun_generator__": str(x.device)}
                 return x.detach().clone() if isinstance(x, torch.Tensor) else x
 
             saved_args, saved_kwargs = tree_map(copy, args), tree_map(copy, kwargs)

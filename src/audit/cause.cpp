@@ -15,6 +15,11 @@ bool is_effect(const MetaDelta& m) { return m.category == "outputs"; }
 
 namespace {
 
+// The fix for a Python program that does not use torch: the generators it has.
+constexpr const char* k_seed_python = "seed every generator the program draws from: random.seed(SEED) for Python's "
+                                      "random (random.shuffle, random.sample), np.random.seed(SEED) or "
+                                      "np.random.default_rng(SEED) for numpy";
+
 // A manifest value by path ("/config/determinism/reduction"), as text; "" when absent.
 std::string manifest_text(const ojson& m, const char* pointer) {
   const ojson::json_pointer p(pointer);
@@ -29,8 +34,12 @@ std::string manifest_text(const ojson& m, const char* pointer) {
 // The manifest's "kind" ("train", "exec"), "" for a bare log.
 std::string run_kind(const ojson& m) { return m.is_object() ? m.value("kind", "") : ""; }
 
+std::string unquoted(const std::string& v) {
+  return v.size() >= 2 && v.front() == '"' && v.back() == '"' ? v.substr(1, v.size() - 2) : v;
+}
+
 std::string plain(const std::string& v) {
-  std::string s = v.size() >= 2 && v.front() == '"' && v.back() == '"' ? v.substr(1, v.size() - 2) : v;
+  std::string s = unquoted(v);
   return s.size() > 60 ? s.substr(0, 57) + "..." : s;
 }
 
@@ -90,7 +99,8 @@ std::vector<const MetaDelta*> material(const DiffResult& r, const std::string& c
 std::string changes(const std::vector<const MetaDelta*>& v, const std::string& prefix) {
   std::vector<std::string> s;
   for (const auto* m : v) {
-    s.push_back(fmt::format("{} {} -> {}", strip(m->key, prefix), plain(m->a), plain(m->b)));
+    const auto [a, b] = shown_difference(unquoted(m->a), unquoted(m->b), 60); // what differs, not a shared prefix
+    s.push_back(fmt::format("{} {} -> {}", strip(m->key, prefix), a, b));
   }
   return name_list(s);
 }
@@ -108,12 +118,20 @@ public:
     if (m_r.identical) {
       return {};
     }
+    for (const auto& m : m_r.meta) {
+      if (m.key == "kind" && m.category == "kind") { // runs of different kinds (manifest_diff.cpp)
+        return {Diagnosis{"the runs are of different kinds: " + m.why,
+                          "compare two runs of reprun train, or two runs of reprun exec of the same program", false}};
+      }
+    }
     stopped_early();
     data();
+    arguments();
     config();
     distributed();
     seeds();
     varied();
+    hash_seed();
     nondeterminism();
     framework();
     build();
@@ -196,9 +214,12 @@ private:
     }
     std::vector<const MetaDelta*> facts, effects;
     for (const auto* m : keys) {
-      (m->key.rfind("data.", 0) == 0 ? facts : effects).push_back(m);
+      // exec: a data file its arguments name (program.argv_files.PATH) is the data itself.
+      const bool fact = m->key.rfind("data.", 0) == 0 || m->key.rfind("program.argv_files.", 0) == 0;
+      (fact ? facts : effects).push_back(m);
     }
-    std::string what = m_r.dataset.counted() ? files_phrase(m_r.dataset) : changes(facts.empty() ? keys : facts, "");
+    std::string what = m_r.dataset.counted() ? files_phrase(m_r.dataset)
+                                              : changes(facts.empty() ? keys : facts, "program.argv_files.");
     if (!effects.empty()) {
       what += "; with it, as effects: " + changes(effects, "");
     }
@@ -206,6 +227,47 @@ private:
         "train both on the same files" +
             std::string(m_r.dataset.counted() ? " (restore or remove the files named)" : "") +
             ", or accept B as the new baseline if the change is intended" + ignore_hint(keys));
+  }
+
+  // exec: the program's arguments, compared element by element ("--lr 0.01 -> 0.03").
+  void arguments() {
+    std::vector<std::string> files;
+    for (const auto* m : material(m_r, "arguments")) {
+      if (m->key.rfind("program.argv_files.", 0) == 0) {
+        files.push_back(m->key.substr(19));
+      }
+    }
+    if (!files.empty()) {
+      add(2, "a configuration file the program's arguments name changed: " + name_list(files),
+          "run both with the same file, or accept B as the new baseline if the change is intended");
+    }
+    for (const auto* m : material(m_r, "arguments")) {
+      if (m->key.rfind("program.argv_files.", 0) == 0) {
+        continue;
+      }
+      const ojson a = ojson::parse(m->a, nullptr, false), b = ojson::parse(m->b, nullptr, false);
+      std::vector<std::string> diffs;
+      if (a.is_array() && b.is_array()) {
+        const size_t n = std::max(a.size(), b.size());
+        for (size_t i = 0; i < n; ++i) {
+          const std::string va = i < a.size() ? (a[i].is_string() ? a[i].get<std::string>() : a[i].dump()) : "(none)";
+          const std::string vb = i < b.size() ? (b[i].is_string() ? b[i].get<std::string>() : b[i].dump()) : "(none)";
+          if (va == vb) {
+            continue;
+          }
+          // The option a value belongs to, when the argument before it is an option both runs share.
+          const bool after_option = i > 0 && i < a.size() && i < b.size() && a[i - 1] == b[i - 1] &&
+                                    a[i - 1].is_string() && a[i - 1].get<std::string>().rfind("-", 0) == 0;
+          diffs.push_back(after_option ? fmt::format("{} {} -> {}", a[i - 1].get<std::string>(), va, vb)
+                                       : fmt::format("{} -> {}", va, vb));
+        }
+      }
+      add(2,
+          "the program's arguments changed: " +
+              (diffs.empty() ? fmt::format("{} -> {}", plain(m->a), plain(m->b)) : name_list(diffs)),
+          "run both with the same arguments, or accept B as the new baseline if the change is intended" +
+              ignore_hint({m}));
+    }
   }
 
   void config() {
@@ -326,8 +388,9 @@ private:
     if (run_kind(m_r.a.manifest) == "exec" || run_kind(m_r.b.manifest) == "exec") {
       add(4.5, "thread-dependent or non-deterministic code in the program: same inputs and environment, different "
                "numbers",
-          "make the framework deterministic (torch.use_deterministic_algorithms(True), "
-          "CUBLAS_WORKSPACE_CONFIG=:4096:8), seed every generator, and fix the thread counts",
+          uses_torch() ? "make the framework deterministic (torch.use_deterministic_algorithms(True), "
+                         "CUBLAS_WORKSPACE_CONFIG=:4096:8), seed every generator, and fix the thread counts"
+                       : std::string(k_seed_python) + "; and fix the thread counts of the libraries it calls",
           true);
     } else {
       add(4.5, fmt::format("thread-dependent code: same data, config and build{}, different numbers, with the "
@@ -350,6 +413,25 @@ private:
 
   void build() {
     auto code = material(m_r, "code");
+    // exec: the program's own files (its script) are its code, not a build of reprun's.
+    std::vector<const MetaDelta*> program_code;
+    for (const auto* m : code) {
+      if (m->key.rfind("program.argv_files.", 0) == 0) {
+        program_code.push_back(m);
+      }
+    }
+    code.erase(std::remove_if(code.begin(), code.end(),
+                              [](const MetaDelta* m) { return m->key.rfind("program.argv_files.", 0) == 0; }),
+               code.end());
+    if (!program_code.empty()) {
+      std::vector<std::string> files;
+      for (const auto* m : program_code) {
+        files.push_back(m->key.substr(19));
+      }
+      add(1.5, "the program's code changed: " + name_list(files),
+          "run both with the same code (the same commit; git diff shows what changed), or accept B as the new "
+          "baseline if the change is intended" + ignore_hint(program_code));
+    }
     if (!code.empty()) {
       add(4, "a different build: " + changes(code, ""),
           "build both runs from the same commit with the same compiler and flags" + ignore_hint(code));
@@ -381,12 +463,15 @@ private:
   void environment() {
     std::set<std::string> named; // exec records a pinned variable under env. and pins.: name it once
     for (const auto* m : material(m_r, "environment")) {
-      const std::string name = strip(strip(m->key, "env."), "pins.");
+      std::string name = strip(strip(m->key, "env."), "pins.");
+      name = name.substr(0, name.find('.')); // pins.NAME.value, pins.NAME.source
       if (!named.insert(name).second) {
         continue;
       }
-      const std::string value = m->a == "(absent)" ? plain(m->b) : plain(m->a);
-      add(8, fmt::format("unpinned environment variable: {} is {} in A and {} in B", name, plain(m->a), plain(m->b)),
+      const bool a_unset = m->a == "(absent)" || m->a == "null";
+      const std::string value = a_unset ? plain(m->b) : plain(m->a);
+      auto shown = [](const std::string& v) { return v == "(absent)" || v == "null" ? std::string("unset") : plain(v); };
+      add(8, fmt::format("unpinned environment variable: {} is {} in A and {} in B", name, shown(m->a), shown(m->b)),
           fmt::format("pin {} in the environment: export {}={} before both runs", name, name, value) +
               ignore_hint({m}));
     }
@@ -423,12 +508,20 @@ private:
     case DivergenceKind::data_order:
       add(11, "the batch order differs though data, seed and config match: the sampler depends on something not "
               "recorded (an unseeded shuffle, worker timing)",
-          exec ? "seed the data loader's shuffle (a torch.Generator with a fixed seed) and use worker_init_fn"
-               : "derive the shuffle from the recorded seed only");
+          !exec         ? "derive the shuffle from the recorded seed only"
+          : uses_torch() ? "seed the data loader's shuffle (a torch.Generator with a fixed seed) and use worker_init_fn"
+                         : k_seed_python);
       break;
     case DivergenceKind::initial_state:
-      add(11, "the initial weights differ though the seed matches: initialization draws from an unseeded generator",
-          "draw the initial weights from a generator seeded with the experiment seed");
+      if (exec) {
+        add(11, "the runs part before the training starts (model init, data set construction, random_split): a draw "
+                "there from a generator that is not seeded alike",
+            "seed every generator before the program first draws (torch.manual_seed(SEED), and manual_seed on "
+            "each torch.Generator it makes)");
+      } else {
+        add(11, "the initial weights differ though the seed matches: initialization draws from an unseeded generator",
+            "draw the initial weights from a generator seeded with the experiment seed");
+      }
       break;
     case DivergenceKind::steps_differ:
       add(11, "the logs number their steps differently: the runs log or count optimizer steps differently",
@@ -437,12 +530,44 @@ private:
     default:
       add(11, "non-deterministic computation: the same recorded inputs give different numbers (an atomic "
               "reduction or thread-dependent code)",
-          exec ? "make the framework deterministic (torch.use_deterministic_algorithms(True), "
-                 "CUBLAS_WORKSPACE_CONFIG=:4096:8) and fix the thread counts"
-               : "set determinism.reduction: ordered, and run with --threads 1 to confirm",
+          !exec          ? "set determinism.reduction: ordered, and run with --threads 1 to confirm"
+          : uses_torch() ? "make the framework deterministic (torch.use_deterministic_algorithms(True), "
+                           "CUBLAS_WORKSPACE_CONFIG=:4096:8) and fix the thread counts"
+                         : std::string(k_seed_python) + "; and fix the thread counts of the libraries it calls",
           true);
       break;
     }
+  }
+
+  // An exec'd program that imported torch (its capture recorded torch's facts).
+  bool uses_torch() const {
+    const ojson& m = m_r.a.manifest;
+    return m.is_object() && m.contains("framework") && m["framework"].is_object() && m["framework"].contains("torch");
+  }
+
+  // exec --no-pin with PYTHONHASHSEED unset in both runs: Python salts string hashes per process, so
+  // the order of sets (and of dicts built from them) of strings differs from run to run. A likely
+  // cause of any difference, in any library: named as such, not as a framework's non-determinism.
+  void hash_seed() {
+    if (run_kind(m_r.a.manifest) != "exec" || (!m_d.found && !has_effects())) {
+      return;
+    }
+    auto unset = [](const ojson& m) {
+      const ojson::json_pointer env("/env/PYTHONHASHSEED"), pin("/pins/PYTHONHASHSEED");
+      // Recorded as unset (null: the environment section lists every allowlisted variable), not pinned.
+      return m.is_object() && m.contains(env) && m.at(env).is_null() && (!m.contains(pin) || m.at(pin).is_null());
+    };
+    if (unset(m_r.a.manifest) && unset(m_r.b.manifest)) {
+      add(4.2, "PYTHONHASHSEED is unset (the runs ran with --no-pin): Python salts string hashing per process, so "
+               "the order of a set of strings, and of what is built by iterating it, differs from run to run",
+          "iterate over sorted(...) of the set (or use a list or a dict), or export PYTHONHASHSEED=0 for every run "
+          "(reprun exec pins it unless --no-pin)");
+    }
+  }
+
+  bool has_effects() const {
+    return std::any_of(m_r.meta.begin(), m_r.meta.end(),
+                       [](const MetaDelta& m) { return m.kind == MetaDelta::Kind::material && is_effect(m); });
   }
 
   const DiffResult& m_r;

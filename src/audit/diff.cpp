@@ -306,4 +306,18 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
   return r;
 }
 
+void reclassify_divergence(DiffResult& r, DivergenceKind kind) {
+  Divergence& d = r.divergence;
+  if (!d.found || d.kind == kind) {
+    return;
+  }
+  const std::string was = fmt::format("({})", d.classification());
+  d.kind = kind;
+  const size_t at = r.verdict.find(was);
+  if (at != std::string::npos) {
+    r.verdict.replace(at, was.size(), fmt::format("({})", d.classification()));
+  }
+  r.diagnosis = diagnose(r);
+}
+
 } // namespace reprun

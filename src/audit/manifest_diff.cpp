@@ -28,6 +28,18 @@ void flatten(const ojson& j, const std::string& prefix, std::map<std::string, st
       if (key == "config_key_digests") {
         continue; // a digest of each config key, which are compared themselves
       }
+      if (key == "program.argv_files" && it->is_array()) {
+        // exec: the files the arguments name, one key each, so that the one that changed is named
+        // (the interpreter or executable itself under program.executable_file).
+        for (const auto& f : *it) {
+          if (f.is_object() && f.contains("path") && f["path"].is_string()) {
+            const bool exe = f.value("index", -1L) == 0;
+            out[exe ? "program.executable_file" : key + "." + f["path"].get<std::string>()] =
+                f.contains("sha256") ? f["sha256"].dump() : "null";
+          }
+        }
+        continue;
+      }
       flatten(*it, key, out);
     }
     return;
@@ -100,6 +112,8 @@ const std::vector<Rule>& rules() {
         {"reprun.libraries", "libraries", 5, K::material},
         {"reprun", "code", 4, K::material},
         {"code", "code", 4, K::material},
+        {"program.argv", "arguments", 2, K::material},
+        {"program.executable_file", "libraries", 5, K::material},
         {"program", "code", 4, K::material},
         {"kind", "code", 4, K::material},
         {"format", "code", 4, K::material},
@@ -134,6 +148,21 @@ const std::vector<Rule>& rules() {
   return k_rules;
 }
 
+// A file an exec'd program's arguments name: its code (a script) or its data (anything else).
+bool is_code_file(const std::string& path) {
+  static const std::vector<std::string> k_code = {".py", ".sh", ".bash", ".pl", ".rb", ".js", ".lua", ".R", ".jl"};
+  return std::any_of(k_code.begin(), k_code.end(), [&](const std::string& ext) {
+    return path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+  });
+}
+
+bool is_config_file(const std::string& path) {
+  static const std::vector<std::string> k_config = {".json", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".conf"};
+  return std::any_of(k_config.begin(), k_config.end(), [&](const std::string& ext) {
+    return path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+  });
+}
+
 void classify(MetaDelta& d, const DiffOptions& opt) {
   d.category = "other";
   d.rank = 10;
@@ -144,6 +173,19 @@ void classify(MetaDelta& d, const DiffOptions& opt) {
       d.rank = r.rank;
       d.kind = r.kind;
       break;
+    }
+  }
+  if (d.key.rfind("program.argv_files.", 0) == 0) {
+    const std::string path = d.key.substr(19);
+    d.category = is_code_file(path) ? "code" : is_config_file(path) ? "arguments" : "dataset";
+    d.rank = d.category == "code" ? 4 : d.category == "arguments" ? 2 : 1;
+  }
+  if (d.kind == MetaDelta::Kind::material) {
+    for (const auto& [p, why] : opt.incomparable) {
+      if (has_prefix(d.key, p)) {
+        d.kind = MetaDelta::Kind::informational;
+        d.why = why;
+      }
     }
   }
   if (d.kind == MetaDelta::Kind::material || d.kind == MetaDelta::Kind::informational) {
@@ -300,8 +342,75 @@ void refuse_unknown_ignores(const ojson& a, const ojson& b, const std::map<std::
   }
 }
 
+std::pair<std::string, std::string> shown_difference(const std::string& a, const std::string& b, size_t width) {
+  if (a.size() <= width && b.size() <= width) {
+    return {a, b};
+  }
+  const ojson ja = ojson::parse(a, nullptr, false), jb = ojson::parse(b, nullptr, false);
+  if (ja.is_array() && jb.is_array() && ja.size() == jb.size()) {
+    std::string sa = "[", sb = "[";
+    size_t shown = 0;
+    for (size_t i = 0; i < ja.size() && shown < 3; ++i) {
+      if (ja[i] != jb[i]) {
+        const auto [ea, eb] = shown_difference(ja[i].dump(), jb[i].dump(), width / 2);
+        sa += fmt::format("{}... {}: {}", shown ? " " : "", i, ea);
+        sb += fmt::format("{}... {}: {}", shown ? " " : "", i, eb);
+        ++shown;
+      }
+    }
+    return {sa + " ...]", sb + " ...]"};
+  }
+  size_t first = 0;
+  while (first < a.size() && first < b.size() && a[first] == b[first]) {
+    ++first;
+  }
+  const size_t before = width / 3;
+  const size_t from = first > before ? first - before : 0;
+  auto window = [&](const std::string& v) {
+    std::string w = v.substr(std::min(from, v.size()), width);
+    return (from > 0 ? "..." : "") + w + (from + width < v.size() ? "..." : "");
+  };
+  return {window(a), window(b)};
+}
+
+// exec records a pinned variable twice, under env.NAME and pins.NAME (its value and source): where
+// env.NAME is counted, the pins keys of the same variable are listed, not counted again.
+void count_pins_once(std::vector<MetaDelta>& deltas) {
+  for (auto& d : deltas) {
+    if (d.kind != MetaDelta::Kind::material || d.key.rfind("pins.", 0) != 0) {
+      continue;
+    }
+    const std::string name = d.key.substr(5, d.key.find('.', 5) - 5);
+    const bool env_counted = std::any_of(deltas.begin(), deltas.end(), [&](const MetaDelta& e) {
+      return e.kind == MetaDelta::Kind::material && e.key == "env." + name;
+    });
+    if (env_counted) {
+      d.kind = MetaDelta::Kind::informational;
+      d.why = "how env." + name + " was set; counted there";
+    }
+  }
+}
+
+// "a built-in trainer run" or "a program run by reprun exec", from the manifest's kind.
+std::string kind_phrase(const ojson& m) {
+  const std::string k = m.is_object() ? m.value("kind", "") : "";
+  return k == "train" ? "a built-in trainer run (reprun train)" : k == "exec" ? "a program run by reprun exec" : k;
+}
+
 std::vector<MetaDelta> diff_manifests(const ojson& a, const ojson& b, const DiffOptions& opt,
                                       DatasetDelta& dataset) {
+  const std::string kind_a = a.is_object() ? a.value("kind", "") : "", kind_b = b.is_object() ? b.value("kind", "") : "";
+  if (!kind_a.empty() && !kind_b.empty() && kind_a != kind_b) {
+    // Runs of different kinds share few facts, and what they share means other things: one line.
+    MetaDelta d;
+    d.key = "kind";
+    d.a = ojson(kind_a).dump();
+    d.b = ojson(kind_b).dump();
+    d.category = "kind";
+    d.rank = 0;
+    d.why = "A is " + kind_phrase(a) + ", B " + kind_phrase(b) + ": nothing else of their records is compared";
+    return {d};
+  }
   std::map<std::string, std::string> fa, fb;
   flatten(a, "", fa);
   flatten(b, "", fb);
@@ -356,6 +465,7 @@ std::vector<MetaDelta> diff_manifests(const ojson& a, const ojson& b, const Diff
   settle_data_effects(a, b, out);
   settle_trainer_facts(a, b, out);
   mark_unrecorded(a, b, out);
+  count_pins_once(out);
   if (dataset.any()) {
     MetaDelta d;
     d.key = "data.files";

@@ -57,6 +57,10 @@ public:
         r.device = j.value("device", "");
         r.args = j.value("args", "");
         r.compiled = j.value("compiled", false);
+        if (j.contains("gen") && j["gen"].is_object()) {
+          const ojson& g = j["gen"];
+          r.gen = OpRecord::Generator{g.value("own", false), g.value("seed", uint64_t{0}), g.value("state", "")};
+        }
         if (j.contains("argv") && j["argv"].is_string()) {
           r.argv = j["argv"].get<std::string>();
         }
@@ -344,7 +348,35 @@ OpCause op_cause(const OpDivergence& d, const ojson& framework_a, const ojson& f
   if (!env_threads.empty()) {
     threads = threads.empty() ? env_threads : threads + " (" + env_threads + ")";
   }
-  if (is_random_op(b)) {
+  if (is_random_op(b) && d.a.gen && d.b.gen) {
+    // What the generator was before the draw tells a seed from draws in another number from a kernel.
+    const OpRecord::Generator& ga = *d.a.gen;
+    const OpRecord::Generator& gb = *d.b.gen;
+    const std::string which = ga.own ? "the torch.Generator the program passed to it (generator=)"
+                                     : fmt::format("torch's default {} generator", cuda ? "CUDA" : "CPU");
+    if (ga.seed != gb.seed) {
+      c.reason = fmt::format("a random draw from {}, seeded differently in the two runs: its initial_seed() is {} in A "
+                             "and {} in B (seeded from the clock or the OS's entropy: {}, or a seed that is not fixed)",
+                             which, ga.seed, gb.seed, ga.own ? "generator.seed()" : "torch.seed(), no torch.manual_seed");
+      c.fix = ga.own ? "seed that generator with a fixed seed where the program makes it (generator.manual_seed(SEED), "
+                       "not generator.seed()); torch.manual_seed does not reach it"
+                     : "torch.manual_seed(SEED) with a fixed SEED before the first draw";
+      c.fix_kind = ga.own ? "seed_own" : "seed";
+    } else if (ga.state != gb.state) {
+      c.reason = fmt::format("a random draw from {}: seeded alike (initial_seed() {} in both runs), but its state "
+                             "differs: the runs drew from it a different number of times before this op, or set its "
+                             "state differently",
+                             which, ga.seed);
+      c.fix = "find the draws before this op that differ in number between the runs (a branch or a loop that depends "
+              "on data or timing) or a state set differently, and make them the same";
+    } else {
+      c.reason = fmt::format("a random draw from {}, whose state was the same in both runs before it drew: the "
+                             "random kernel itself gave other numbers (another instruction set, device or torch build)",
+                             which);
+      c.fix = "run every run on the same kind of machine with the same torch build and kernel settings "
+              "(ATEN_CPU_CAPABILITY), or compare with a tolerance (reprun diff --rtol/--atol)";
+    }
+  } else if (is_random_op(b)) {
     c.reason = "a random draw: the generator's state differs between the runs (a seed that is not fixed: "
                "torch.seed(), no torch.manual_seed, a generator seeded from the clock or os.urandom)";
     c.fix = "torch.manual_seed(SEED) with a fixed SEED before the first draw, and a seeded torch.Generator for "
@@ -410,8 +442,11 @@ std::string op_sentence(const OpDivergence& d, const OpCause& cause) {
   if (!reason.empty()) {
     reason[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(reason[0])));
   }
-  return fmt::format("step {}, {}, {}{}: {} \u2014 {}. {}. Fix: {}.", r.step, r.phase, place, module,
-                     short_op_name(r.op), what, reason, cause.fix);
+  // An op before the training started (model init, data set construction) is no step's.
+  const std::string when = r.phase == "init" ? std::string("before the first step (initialization)")
+                                              : fmt::format("step {}, {}", r.step, r.phase);
+  return fmt::format("{}, {}{}: {} \u2014 {}. {}. Fix: {}.", when, place, module, short_op_name(r.op), what, reason,
+                     cause.fix);
 }
 
 } // namespace reprun

@@ -89,8 +89,8 @@ SharingFindings check_sharing(const std::vector<RunEvents>& runs) {
 // ---- the boundary table -------------------------------------------------------------------------
 
 bool BoundaryRow::is_state() const {
-  return !restored() && (kind == "parameters" || kind == "optimizer" || kind == "hyperparameters" ||
-                         kind == "scheduler" || kind == "scaler");
+  return !restored() && (kind == "parameters" || kind == "buffers" || kind == "module" || kind == "optimizer" ||
+                         kind == "hyperparameters" || kind == "scheduler" || kind == "scaler");
 }
 
 std::string BoundaryRow::verdict_words() const {
@@ -128,6 +128,27 @@ std::string ResumeAudit::not_restored_names(size_t most) const {
   }
   if (v.size() > most) {
     s += fmt::format(" and {} more", v.size() - most);
+  }
+  return s;
+}
+
+std::string ResumeAudit::not_restored_summary(size_t most) const {
+  std::vector<std::string> lost, at_save;
+  for (const BoundaryRow* r : not_restored()) {
+    (r->verdict == BoundaryRow::Verdict::at_save ? at_save : lost).push_back(r->name);
+  }
+  auto names = [&](const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size() && i < most; ++i) {
+      s += (i ? ", " : "") + v[i];
+    }
+    return v.size() > most ? s + fmt::format(" and {} more", v.size() - most) : s;
+  };
+  std::string s = lost.empty() ? "" : "NOT restored: " + names(lost);
+  if (!at_save.empty()) {
+    s += s.empty() ? "" : "; ";
+    s += "restored to the save, a draw behind: ";
+    s += names(at_save);
   }
   return s;
 }
@@ -248,7 +269,7 @@ std::string first_value_difference(const ojson& a, const ojson& b, const std::st
 void explain(BoundaryRow& row, long k, const std::string& ref, const ojson& r1, const ojson& r2) {
   const long next = k + 1;
   const std::string& n = row.name;
-  if (row.kind == "parameters") {
+  if (row.kind == "parameters" || row.kind == "buffers" || row.kind == "module") {
     const ojson& fa = r1.contains("fingerprints") ? r1["fingerprints"] : ojson::object();
     const ojson& fb = r2.contains("fingerprints") ? r2["fingerprints"] : ojson::object();
     long differ = 0;
@@ -260,8 +281,20 @@ void explain(BoundaryRow& row, long k, const std::string& ref, const ojson& r1, 
       }
     }
     row.detail = fmt::format("{} of {} tensors differ{}", differ, fa.size(), first.empty() ? "" : " (first: " + first + ")");
-    row.consequence = fmt::format("step {} starts from other weights", next);
-    row.fix = "save model.state_dict() in the checkpoint and model.load_state_dict() after loading it";
+    if (row.kind == "parameters") {
+      row.consequence = fmt::format("step {} starts from other weights", next);
+      row.fix = "save model.state_dict() in the checkpoint and model.load_state_dict() after loading it";
+    } else if (row.kind == "buffers") {
+      row.consequence = "the model's buffers (BatchNorm's running statistics, counters) differ after the resume: "
+                        "evaluation and the model saved at the end differ, though a forward in training mode "
+                        "uses the batch's own statistics and the training loss need not show it";
+      row.fix = "save model.state_dict() in the checkpoint (it holds the buffers; named_parameters() does not) and "
+                "model.load_state_dict() after loading it";
+    } else {
+      row.consequence = "a model kept beside the trained one (an EMA copy, a teacher) differs after the resume: "
+                        "what is evaluated or saved from it differs, though the training loss need not show it";
+      row.fix = "save its state_dict() in the checkpoint and its load_state_dict() after loading it";
+    }
   } else if (row.kind == "optimizer") {
     const long ea = r1.value("entries", 0L), eb = r2.value("entries", 0L);
     row.detail = eb == 0 && ea > 0 ? "empty after the resume (fresh optimizer state)"
@@ -331,6 +364,14 @@ void fill_boundary_table(ResumeAudit& audit, const ProcessEvents& run1, const Pr
   const StateEvent* at_save = state_at(run1, "save", k);
   const StateEvent* boundary = state_at(run1, "boundary", k);
   const StateEvent* after = state_at(resumed, "resumed", -1);
+  if (!boundary && audit.saved_after_backward) {
+    audit.has_table = false;
+    audit.no_table = fmt::format("{} saved this checkpoint between backward() and the optimizer's step() ({}), after "
+                                 "step {}'s forward had run: it is not at a step boundary, so there is no state there "
+                                 "to compare",
+                                 audit.reference, audit.saved_at, k + 1);
+    return;
+  }
   if (!boundary || !after) {
     audit.has_table = false;
     audit.no_table = !boundary ? fmt::format("{} recorded no state at the first training forward after step {} "
@@ -392,7 +433,9 @@ void fill_boundary_table(ResumeAudit& audit, const ProcessEvents& run1, const Pr
                                set->call, set->where);
     } else if (!df.empty() && d2 == df && row.kind != "batch") {
       row.verdict = BoundaryRow::Verdict::never_restored;
-      row.detail = "it equals the state the program's own seeding gives";
+      row.detail = row.kind == "generator" ? "it equals the state the program's own seeding gives"
+                                           : "it is what the program starts with (run-1's at its first training "
+                                             "forward): never restored";
     } else {
       row.verdict = BoundaryRow::Verdict::not_restored;
     }
@@ -431,6 +474,30 @@ void fill_boundary_table(ResumeAudit& audit, const ProcessEvents& run1, const Pr
     gen_names += gens[i]->name;
   }
   const char* which = gens.size() == 1 ? "which was" : "which were";
+  // No generator left out, but a DataLoader that shuffles from torch's global generator: each epoch's
+  // iterator draws its seed when it starts, and the resumed process starts one in the middle of an
+  // epoch, so its order differs even with torch's generator restored.
+  std::string loaders;
+  if (gens.empty()) {
+    for (const auto& line : detail_of(boundary, "batch").value("shuffles_from_torch", ojson::array())) {
+      if (line.is_string()) {
+        loaders += (loaders.empty() ? "" : ", ") + line.get<std::string>();
+      }
+    }
+  }
+  for (auto& r : audit.rows) {
+    if (!loaders.empty() && r.kind == "batch" && !r.restored()) {
+      r.detail = fmt::format("the DataLoader ({}) shuffles without a generator of its own: each epoch's iterator "
+                             "draws its order's seed from torch's global generator when it starts, and the resumed "
+                             "process started one in the middle of an epoch",
+                             loaders);
+      r.fix = "give the DataLoader a generator of its own and seed it per epoch (generator.manual_seed(SEED + epoch) "
+              "before each epoch's loop), then skip the batches the checkpoint's step consumed; or resume at epoch "
+              "boundaries only";
+    } else if (!loaders.empty() && r.verdict == BoundaryRow::Verdict::by_program && r.name == "torch CPU generator") {
+      r.detail += fmt::format(", decided by the DataLoader ({}) drawing its shuffle's seed from it", loaders);
+    }
+  }
   for (auto& r : audit.rows) {
     if (gens.empty()) {
       break;
@@ -445,6 +512,15 @@ void fill_boundary_table(ResumeAudit& audit, const ProcessEvents& run1, const Pr
 }
 
 std::optional<OpCause> resume_op_cause(const OpDivergence& d, const ResumeAudit& a) {
+  if (a.saved_after_backward && d.kind != OpDivergence::Kind::none) {
+    // A checkpoint of the middle of a step: whatever op parts first, the resume went on from the
+    // weights before that step's update, with its gradients lost.
+    OpCause c;
+    const auto causes = resume_causes(a);
+    c.reason = causes.front().first;
+    c.fix = causes.front().second;
+    return c;
+  }
   const auto rows = a.not_restored();
   if (rows.empty() || d.kind == OpDivergence::Kind::none) {
     return std::nullopt;
@@ -466,7 +542,8 @@ std::optional<OpCause> resume_op_cause(const OpDivergence& d, const ResumeAudit&
   } else if (r.phase == "optimizer") {
     row = pick({"optimizer", "hyperparameters", "scheduler", "scaler", "parameters"});
   } else {
-    row = pick({"batch", "parameters", "data", "generator", "optimizer", "hyperparameters", "scheduler", "scaler"});
+    row = pick({"batch", "parameters", "buffers", "data", "generator", "optimizer", "hyperparameters", "scheduler",
+                "scaler", "module"});
   }
   if (!row) {
     row = rows.front();

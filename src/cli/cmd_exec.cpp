@@ -1,7 +1,7 @@
 // `reprun exec [-o WORK_DIR] [--keep] [--runs N] [--no-pin] [--pin NAME=VALUE]... [--vary env:NAME=V1,V2]...
 //  [--vary resume=N1,N2] [--resume-arg ARG]...
 //  [--artifact PATH]... [--loss-regex REGEX] [--format F] [--junit FILE] [--markdown FILE]
-//  [--html FILE] [--quiet] [--no-capture] [--no-localize] -- PROGRAM ARGS...`
+//  [--html FILE] [--quiet] [--no-capture] [--no-localize] [--ignore-meta KEY]... -- PROGRAM ARGS...`
 #include "cli/cli.hpp"
 
 #include "reprun/core/error.hpp"
@@ -78,6 +78,8 @@ Action add_exec(CLI::App& sub) {
   sub.add_flag("--no-localize", [f](int64_t) { f->opt.localize = false; },
                "Do not replay differing PyTorch runs with an op trace to name the operation where they part");
   sub.add_option("--env-allow", f->opt.env_allow, "Also record environment variables matching PATTERN (glob)");
+  sub.add_option("--ignore-meta", f->opt.ignore_meta,
+                 "Do not fail on this manifest field (and its sub-fields), as reprun diff --ignore-meta");
   add_report_options(sub, f->format, f->files);
   sub.add_flag("-q,--quiet", f->opt.quiet, "Do not show the program's output (it is saved in each run directory; a failed run still shows the end of its stderr)");
   // PROGRAM ARGS...: after "--" (taken out before parsing, see app.cpp), or without "--" everything

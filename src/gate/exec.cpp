@@ -18,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <set>
 
 namespace reprun {
 
@@ -116,6 +117,49 @@ void follow_collectives(OpDivergence& od, int& rank, int world,
     }
     rank = follow;
     od = compare_op_traces(trace("a", rank), trace("b", rank));
+  }
+}
+
+// No run made an optimizer step, and every run went on from a checkpoint no run of this exec saved
+// (a leftover of an earlier one): the runs compared a file with itself, and nothing was tested.
+void refuse_untested(const CheckResult& res, const std::vector<RunEvents>& events) {
+  std::set<std::string> saved;
+  for (const auto& r : events) {
+    for (const auto& p : r.processes) {
+      for (const auto& e : p.io) {
+        if (e.save && !e.sha256.empty()) {
+          saved.insert(e.sha256);
+        }
+      }
+    }
+  }
+  const CheckpointEvent* leftover = nullptr;
+  for (size_t i = 0; i < res.runs.size(); ++i) {
+    const ojson summary = RunDir::open(res.runs[i].dir).read_summary();
+    if (summary.value("steps", 0L) > 0 || i >= events.size()) {
+      return;
+    }
+    const CheckpointEvent* loaded = nullptr;
+    for (const auto& p : events[i].processes) {
+      for (const auto& e : p.io) {
+        if (!e.save && !e.sha256.empty() && !saved.count(e.sha256) &&
+            (std::find(e.holds.begin(), e.holds.end(), "optimizer") != e.holds.end() ||
+             std::find(e.holds.begin(), e.holds.end(), "parameters") != e.holds.end())) {
+          loaded = &e;
+        }
+      }
+    }
+    if (!loaded) {
+      return;
+    }
+    leftover = leftover ? leftover : loaded;
+  }
+  if (leftover) {
+    throw Error(fmt::format("nothing was tested: no run made an optimizer step, and each went on from {}{}, a "
+                            "checkpoint no run of this exec saved (left by an earlier run); remove it, or give each "
+                            "run its own folder with {{run_dir}} in the program's arguments (e.g. --ckpt "
+                            "{{run_dir}}/ckpt.pt)",
+                            leftover->path, leftover->where.empty() ? "" : " (loaded at " + leftover->where + ")"));
   }
 }
 
@@ -244,6 +288,11 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     compile_note += od.compiled_code
                         ? fmt::format("the replay's numbers equal the compiled run's up to step {}", dv.step - 1)
                         : std::string("and no op up to this one runs in compiled code");
+  }
+  if ((od.a.op.empty() ? od.b : od.a).phase == "init") {
+    // The runs part before the training started: in their initial state (model init, data), whatever
+    // the step logs, which record after each step, could tell.
+    reclassify_divergence(pair.diff, DivergenceKind::initial_state);
   }
   OpCause cause = op_cause(od, fa, fb, env_thread_difference(ma, mb));
   bool resume_explains = false;
@@ -394,7 +443,9 @@ CheckResult run_exec(const ExecOptions& opt) {
       res.notes.push_back(n);
     }
   }
+  refuse_untested(res, events);
   DiffOptions dopt;
+  dopt.ignore_meta = opt.ignore_meta;
   for (const auto& v : plan.vary) {
     dopt.varied.push_back("env." + v.name);
     dopt.varied.push_back("pins." + v.name);
@@ -408,6 +459,15 @@ CheckResult run_exec(const ExecOptions& opt) {
   compare_runs(
       res, dopt,
       [&](CheckPair& pair) {
+        // The automatic step log never has a step 0: the op-level localization tells initial weights
+        // from computation instead (a built-in run's note, of nothing an exec user can act on).
+        auto& notes = pair.diff.notes;
+        notes.erase(std::remove_if(notes.begin(), notes.end(),
+                                   [](const std::string& n) {
+                                     return n.rfind("the logs have no step-0 record", 0) == 0 ||
+                                            n.rfind("the logs' step 0 is a training step", 0) == 0;
+                                   }),
+                    notes.end());
         if (!opt.pin && !pair.diff.identical && !plan.base_env.count("PYTHONHASHSEED")) {
           pair.diff.notes.push_back("pins were off (--no-pin) and PYTHONHASHSEED is unset: Python randomizes string "
                                     "hashing per process, so set and dict order of strings differ between runs");
@@ -434,8 +494,9 @@ CheckResult run_exec(const ExecOptions& opt) {
         DiffOptions o = dopt;
         if (std::any_of(resumed.begin(), resumed.end(), [&](const ResumeRun& r) { return fs::equivalent(r.run.dir, b); })) {
           // A killed run's stdout holds the killed process's lines and the resumed one's: not comparable.
-          o.varied.push_back("outputs.stdout_sha256");
-          o.varied.push_back("outputs.stdout_bytes");
+          const std::string why = "not comparable: a killed and resumed run's stdout holds both processes' lines";
+          o.incomparable.push_back({"outputs.stdout_sha256", why});
+          o.incomparable.push_back({"outputs.stdout_bytes", why});
         }
         return diff_runs(a, b, o);
       });

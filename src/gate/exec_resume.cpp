@@ -354,7 +354,7 @@ void resume_verdict(CheckResult& res, const std::vector<ResumeRun>& resumed) {
     }
     const auto rows = a.not_restored();
     return rows.empty() ? fmt::format("every state restored ({} compared)", a.rows.size())
-                        : "NOT restored: " + a.not_restored_names();
+                        : a.not_restored_summary();
   };
   if (res.identical) {
     std::string s;

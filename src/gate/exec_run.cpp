@@ -216,24 +216,6 @@ std::vector<Pin> child_environment(const ExecPlan& plan, int i, std::map<std::st
   return pins;
 }
 
-// Copies the --artifact files into the run directory and hashes them.
-ojson collect_artifacts(const RunDir& run, const std::vector<std::string>& files) {
-  ojson artifacts = ojson::array();
-  for (const auto& a : files) {
-    std::error_code ec;
-    if (!fs::is_regular_file(a, ec)) {
-      artifacts.push_back({{"path", a}, {"missing", true}});
-      continue;
-    }
-    std::string copy = run.artifact_path(a);
-    fs::copy_file(a, copy, fs::copy_options::overwrite_existing, ec);
-    uint64_t size = 0;
-    std::string digest = sha256_file(copy, &size);
-    artifacts.push_back({{"path", a}, {"size", size}, {"sha256", digest}});
-  }
-  return artifacts;
-}
-
 // The program's arguments with {run_dir} replaced by the run's directory.
 std::vector<std::string> expand_run_dir(std::vector<std::string> args, const std::string& run_dir) {
   static const std::string k_token = "{run_dir}";
@@ -243,6 +225,29 @@ std::vector<std::string> expand_run_dir(std::vector<std::string> args, const std
     }
   }
   return args;
+}
+
+// Copies the --artifact files into the run directory and hashes them. A path may hold {run_dir}
+// (each run's own final.pt): it is read where it expands to, and recorded as written, so that the
+// runs' records compare.
+ojson collect_artifacts(const RunDir& run, const std::vector<std::string>& files) {
+  ojson artifacts = ojson::array();
+  const std::vector<std::string> expanded = expand_run_dir(files, run.path());
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string& a = files[i];
+    const std::string& at = expanded[i];
+    std::error_code ec;
+    if (!fs::is_regular_file(at, ec)) {
+      artifacts.push_back({{"path", a}, {"missing", true}});
+      continue;
+    }
+    std::string copy = run.artifact_path(at);
+    fs::copy_file(at, copy, fs::copy_options::overwrite_existing, ec);
+    uint64_t size = 0;
+    std::string digest = sha256_file(copy, &size);
+    artifacts.push_back({{"path", a}, {"size", size}, {"sha256", digest}});
+  }
+  return artifacts;
 }
 
 ojson exec_manifest(const ExecPlan& plan, const RunInProgress& r, const std::string& log_source) {
@@ -413,12 +418,20 @@ ExecPlan plan_exec(const ExecOptions& opt, const World& world) {
   if (plan.resume.empty() && !opt.resume_args.empty()) {
     throw Error("--resume-arg", "is for a resumed process: give --vary resume=N");
   }
-  // Argument files (the script itself): hashed once, before the runs.
+  // Argument files (the script itself, a config): hashed once, before the runs. An option that
+  // names a file after "=" (--config=cfg.json) names a file too.
   for (size_t i = 0; i < opt.argv.size(); ++i) {
     std::error_code ec;
-    const std::string path = i == 0 ? plan.exe : opt.argv[i];
+    const std::string& arg = opt.argv[i];
+    const size_t eq = arg.find('=');
+    const bool option = i > 0 && arg.size() > 1 && arg[0] == '-' && eq != std::string::npos && eq + 1 < arg.size();
+    const std::string named = option ? arg.substr(eq + 1) : arg;
+    const std::string path = i == 0 ? plan.exe : named;
     if (fs::is_regular_file(path, ec)) {
-      plan.argv_files.push_back({{"index", i}, {"path", opt.argv[i]}, {"sha256", sha256_file(path)}});
+      plan.argv_files.push_back({{"index", i}, {"path", named}, {"sha256", sha256_file(path)}});
+      if (option) {
+        plan.argv_files.back()["option"] = arg.substr(0, eq);
+      }
     }
   }
   plan.interpreter = interpreter_of(world, plan.exe);
@@ -697,6 +710,17 @@ CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult&
   if (pr.exit_code != 0) {
     failures.push_back(fmt::format("{}: the program failed ({}); its output is in {}", r.label, pr.describe(),
                                    run.file(RunFile::stderr_log)));
+  } else {
+    // An artifact a run that succeeded did not leave is nothing to compare: an error of the setup (a
+    // path the program does not write, {run_dir} where it writes elsewhere), never a PASS.
+    for (const auto& a : artifacts) {
+      if (a.value("missing", false)) {
+        failures.push_back(fmt::format("{}: --artifact {}: the program exited 0 but left no such file ({}); give the "
+                                       "path the program writes (with {{run_dir}} for a file in the run's own folder)",
+                                       r.label, a["path"].get<std::string>(),
+                                       expand_run_dir({a["path"].get<std::string>()}, run.path()).front()));
+      }
+    }
   }
   if (!log.error.empty()) {
     failures.push_back(log.error + " (the valid prefix is kept)");

@@ -20,7 +20,8 @@ std::string dataset_sentence(const DatasetDelta& d);
 Localization divergence_origin(const DiffResult& r, const Localization* loc);
 // The first differing tensor in model order, in the terms of the origin: its effect when an origin
 // is known, else with why it may not be where the difference starts. "" when there is none.
-std::string first_tensor_sentence(const Divergence& d, const Localization& origin);
+// `manifest` (run A's) tells an exec run, whose origin the op-level localization finds, from a built-in one.
+std::string first_tensor_sentence(const Divergence& d, const Localization& origin, const nlohmann::ordered_json& manifest);
 
 // "relative error 0.000296 (2,900 float32 ulp)": the relative error first, then the ULP count in
 // the value's own format where it is under a million (a larger count says nothing more).

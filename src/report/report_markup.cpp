@@ -44,7 +44,6 @@ std::string esc_md(const std::string& s) {
 }
 
 namespace {
-std::string short_value(const std::string& v) { return v.size() > 60 ? v.substr(0, 57) + "..." : v; }
 } // namespace
 
 std::string diff_markdown(const DiffResult& r, const std::string& heading, const Localization* loc) {
@@ -63,7 +62,7 @@ std::string diff_markdown(const DiffResult& r, const std::string& heading, const
                        esc_md(origin_phrase(origin)));
     }
     if (!d.first_tensor.empty()) {
-      std::string s = first_tensor_sentence(d, origin);
+      std::string s = first_tensor_sentence(d, origin, r.a.manifest);
       s[0] = 'F';
       o += esc_md(s) + "\n\n";
     }
@@ -81,9 +80,10 @@ std::string diff_markdown(const DiffResult& r, const std::string& heading, const
       o += "| rank | category | field | A | B |\n|---|---|---|---|---|\n";
       header = true;
     }
-    std::string a = m.key == "data.files" ? dataset_sentence(r.dataset) : short_value(m.a);
+    const auto shown = shown_difference(m.a, m.b, 60);
+    std::string a = m.key == "data.files" ? dataset_sentence(r.dataset) : shown.first;
     o += fmt::format("| {} | {} | `{}` | {} | {} |\n", m.rank, m.category, esc_md(m.key), esc_md(a),
-                     esc_md(m.key == "data.files" ? "" : short_value(m.b)));
+                     esc_md(m.key == "data.files" ? "" : shown.second));
   }
   if (header) {
     o += "\n";
@@ -358,7 +358,7 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
                        origin.step, esc_xml(origin_phrase(origin)));
     }
     if (!d.first_tensor.empty()) {
-      std::string s = first_tensor_sentence(d, origin);
+      std::string s = first_tensor_sentence(d, origin, r.a.manifest);
       s[0] = 'F';
       o += "<p>" + esc_xml(s) + "</p>\n";
     }
@@ -372,8 +372,9 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
   o += "<h3>Metadata differences</h3>\n<div class=\"scroll\"><table><tr><th>rank</th><th>category</th><th>field</th>"
        "<th>A</th><th>B</th><th>counted</th></tr>\n";
   for (const auto& m : r.meta) {
-    std::string a = m.key == "data.files" ? dataset_sentence(r.dataset) : short_value(m.a);
-    std::string b = m.key == "data.files" ? "" : short_value(m.b);
+    const auto shown = shown_difference(m.a, m.b, 60);
+    std::string a = m.key == "data.files" ? dataset_sentence(r.dataset) : shown.first;
+    std::string b = m.key == "data.files" ? "" : shown.second;
     // Values, keys and reasons may break anywhere (digests and paths have no spaces), so that the
     // table fits the page with every column in view.
     const bool counted = m.kind == MetaDelta::Kind::material;
@@ -522,8 +523,9 @@ std::string render_check(const CheckResult& r, ReportFormat f, bool color) {
     return junit_document("reprun " + r.kind + " " + r.config, cases, failures, r.notes);
   }
   case ReportFormat::html: {
-    std::string body = fmt::format("<p class=\"verdict {}\">{}</p>\n<p>config <code>{}</code></p>\n<ul>\n",
-                                   r.identical ? "ok" : "bad", esc_xml(r.verdict), esc_xml(r.config));
+    std::string body = fmt::format("<p class=\"verdict {}\">{}</p>\n<p>{} <code>{}</code></p>\n<ul>\n",
+                                   r.identical ? "ok" : "bad", esc_xml(r.verdict),
+                                   r.kind == "exec" ? "program" : "config", esc_xml(r.config));
     for (const auto& run : r.runs) {
       body += fmt::format("<li>run-{}: {} → {}</li>\n", run.index,
                           esc_xml(run.variation.empty() ? "baseline" : run.variation), esc_xml(run.status));

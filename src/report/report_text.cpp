@@ -35,8 +35,6 @@ std::string side_line(const char* tag, const RunSide& s) {
   return fmt::format("  {}: {} ({}, {} records)\n", tag, s.label, status, s.lines);
 }
 
-std::string meta_value(const std::string& v) { return v.size() > 70 ? v.substr(0, 67) + "..." : v; }
-
 } // namespace
 
 std::string dataset_sentence(const DatasetDelta& d) {
@@ -72,14 +70,15 @@ Localization divergence_origin(const DiffResult& r, const Localization* loc) {
   return origin_in_trace(r.divergence);
 }
 
-std::string first_tensor_sentence(const Divergence& d, const Localization& origin) {
+std::string first_tensor_sentence(const Divergence& d, const Localization& origin, const nlohmann::ordered_json& manifest) {
   if (d.first_tensor.empty()) {
     return "";
   }
   if (!origin.found) {
+    const bool exec = manifest.is_object() && manifest.value("kind", "") == "exec";
     return fmt::format("first differing tensor in model order: {} (tensors are recorded after the update, so the "
-                       "difference may start earlier in the step; trace full names its origin)",
-                       d.first_tensor);
+                       "difference may start earlier in the step{})",
+                       d.first_tensor, exec ? "" : "; trace full names its origin");
   }
   if (origin.effect.empty()) {
     return fmt::format("first differing tensor in model order: {} (the origin itself)", d.first_tensor);
@@ -148,7 +147,8 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
   }
   for (const auto& m : r.meta) {
     if (m.kind == MetaDelta::Kind::material && m.key != "data.files") {
-      o += fmt::format("  [{}] {}: {} -> {}{}\n", m.category, m.key, meta_value(m.a), meta_value(m.b),
+      const auto [va, vb] = shown_difference(m.a, m.b);
+      o += fmt::format("  [{}] {}: {} -> {}{}\n", m.category, m.key, va, vb,
                        is_effect(m) ? " (an effect, not a cause)" : !m.why.empty() ? " (" + m.why + ")" : "");
     }
   }
@@ -164,7 +164,7 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
         const bool files = m.key == "data.files" && r.dataset.any();
         o += st.dim(fmt::format("    {}: {} ({})", m.key,
                                 files ? dataset_sentence(r.dataset).substr(std::string("dataset differs: ").size())
-                                      : meta_value(m.a) + " -> " + meta_value(m.b),
+                                      : shown_difference(m.a, m.b).first + " -> " + shown_difference(m.a, m.b).second,
                                 why)) +
              "\n";
       }
@@ -230,7 +230,7 @@ void divergence_text(std::string& o, const Style& st, const DiffResult& r, const
                      origin.replay_from >= 0 ? fmt::format("; found by replay from step {}", origin.replay_from) : "");
   }
   if (!d.first_tensor.empty()) {
-    o += "  " + first_tensor_sentence(d, origin) + "\n";
+    o += "  " + first_tensor_sentence(d, origin, r.a.manifest) + "\n";
   }
   if (d.loss_differs_from >= 0 && d.loss_differs_from != d.step) {
     o += fmt::format("  the loss differs from step {}\n", d.loss_differs_from);

@@ -21,6 +21,9 @@ struct DiffOptions {
   std::optional<uint64_t> max_ulps;
   std::vector<std::string> ignore_meta; // key prefixes the user chose to ignore
   std::vector<std::string> varied;      // key prefixes `check --vary` changed on purpose
+  // Key prefixes that are not comparable between these runs, and why (a killed and resumed run's
+  // stdout holds both processes' lines): listed, not counted.
+  std::vector<std::pair<std::string, std::string>> incomparable;
   bool tolerance() const { return rtol || atol || max_ulps; }
   // Called about every 65,536 step records while both logs are read, with the bytes read so far
   // and the two logs' size (for a progress line; the diff itself never prints). Empty: not called.
@@ -38,6 +41,12 @@ struct MetaDelta {
   enum class Kind { material, informational, volatile_field, ignored, varied, unrecorded } kind = Kind::material;
   std::string why; // why a delta is not counted, where the kind alone does not say it ("" otherwise)
 };
+
+// The two sides of a delta as a report shows them, each at most about `width` characters: where a
+// value is longer, what differs is shown, never only a shared prefix: of two JSON lists of equal
+// length, the differing elements with their positions ("[... 3: \"0.03\" ...]"); otherwise a window
+// around the first differing character ("...--lr 0.03 --epochs 3...").
+std::pair<std::string, std::string> shown_difference(const std::string& a, const std::string& b, size_t width = 70);
 
 struct DataFileDelta {
   std::string path;
@@ -166,6 +175,11 @@ struct DiffResult {
 // Compares two run directories, or two bare step-log files. Throws Error (exit 2) on unreadable
 // or invalid input.
 DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptions& opt);
+
+// What a later look found the divergence to be (exec's replays: the first differing op ran before the
+// training started, so the runs part in their initial state): the kind, the verdict's words and the
+// likely causes follow it.
+void reclassify_divergence(DiffResult& r, DivergenceKind kind);
 
 // Manifest comparison alone (used by diff_runs; exposed for tests).
 std::vector<MetaDelta> diff_manifests(const nlohmann::ordered_json& a, const nlohmann::ordered_json& b,

@@ -20,6 +20,13 @@ struct OpRecord {
   std::string phase, op, module, module_type, func, where, device, args;
   std::optional<std::string> argv; // the non-tensor arguments as text, when the capture kept them (short)
   bool compiled = false; // a replay with compilation off: the op runs in torch.compile'd code in the program's runs
+  // A random op: the generator it drew from, before it drew (none in traces of older captures).
+  struct Generator {
+    bool own = false;   // passed by the program (generator=); else the device's default generator
+    uint64_t seed = 0;  // its initial_seed()
+    std::string state;  // a digest of its state
+  };
+  std::optional<Generator> gen;
   std::vector<std::string> in;
   std::vector<long> src; // per input: the op that last wrote its storage, -1 when none did
   std::optional<std::vector<std::string>> out; // absent: not compared (uninitialized memory)

@@ -48,7 +48,8 @@ struct BoundaryRow {
     missing,          // run-1 had it, the resumed process has none
   } verdict = Verdict::restored;
   std::string name;        // "torch CPU generator", "optimizer 0 (Adam): state", "batch"
-  std::string kind;        // parameters | optimizer | hyperparameters | scheduler | scaler | generator | data | batch
+  std::string kind;        // parameters | buffers | module | optimizer | hyperparameters | scheduler | scaler |
+                           // generator | data | batch
   std::string detail;      // "last_epoch 3 in run-1, 1 after the resume"
   std::string consequence; // what follows from it
   std::string fix;
@@ -87,6 +88,9 @@ struct ResumeAudit {
   bool state_not_restored() const;
   // "torch CPU generator, scheduler 0 (StepLR)": the names of the first rows not restored.
   std::string not_restored_names(size_t most = 3) const;
+  // The headline's words: "NOT restored: torch CPU generator, batch", with the states restored only to
+  // the save named apart ("...; restored to the save: numpy global generator").
+  std::string not_restored_summary(size_t most = 3) const;
 };
 
 // The step of the killed process's checkpoint the resumed process loaded before its first

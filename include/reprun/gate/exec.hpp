@@ -25,6 +25,7 @@ struct ExecOptions {
   std::vector<std::string> artifacts;   // --artifact PATH (relative to the current directory)
   std::string loss_regex;               // --loss-regex
   std::vector<std::string> env_allow;   // --env-allow
+  std::vector<std::string> ignore_meta; // --ignore-meta KEY: manifest keys (and their sub-keys) not counted
   bool quiet = false;                   // do not show the program's output
   bool capture = true;                  // Python programs: reprun_capture on PYTHONPATH (--no-capture)
   bool localize = true;                 // replay differing runs with an op trace (--no-localize)
