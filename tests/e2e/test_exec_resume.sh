@@ -4,7 +4,7 @@
 #      JSON report, with the first divergent step and the op with its line; a draw after the save
 #      is "restored to the save" with the drawing op's line;
 #  (b) runs that share a checkpoint path are an error (exit 2) naming the path and {run_dir}, in
-#      plain exec and under --vary resume;
+#      plain exec and under --vary resume, and so is a leftover checkpoint no run stepped from;
 #  (c) the refusals: N at or past the end, no checkpoint by step N, a resumed process that started
 #      over (and the same with --resume-arg passes), a resumed process that failed;
 #  (d) a script whose uninterrupted runs already differ (threads varied) is run-to-run
@@ -85,9 +85,10 @@ expect_error "run-2 loaded shared/ckpt.pt .*the bytes run-1 of this exec saved.*
 rm -rf "$T/shared"
 expect_error "run-2 loaded shared/ckpt.pt .*the bytes run-1 of this exec saved.*\{run_dir\}" \
   "$REPRUN" exec -o "$T/sh2" -q --vary resume=40 -- "$PY" "$S" --ckpt shared/ckpt.pt
-# A checkpoint left by an earlier exec: a note, not an error (run-1 starts from it).
-run_rc "$REPRUN" exec -o "$T/sh3" -q -- "$PY" "$S" --ckpt shared/ckpt.pt --epochs 4
-grep -q "note: run-1 loaded shared/ckpt.pt .*a checkpoint no run of this exec saved" "$T/out" || fail "(b) no note: $(cat "$T/out") $(cat "$T/err")"
+# A checkpoint left by an earlier exec at the last epoch: every run loads it and steps no more, so
+# nothing was tested (exit 2), the path and the fix named, never a PASS of a file against itself.
+expect_error "nothing was tested: no run made an optimizer step, and each went on from shared/ckpt.pt .*a checkpoint no run of this exec saved \(left by an earlier run\).*\{run_dir\}" \
+  "$REPRUN" exec -o "$T/sh3" -q -- "$PY" "$S" --ckpt shared/ckpt.pt --epochs 4
 
 # (c) refusals, one line each, exit 2.
 expect_error "--vary resume=80: step 80 is at or past run-1's last step \(80\)" \
