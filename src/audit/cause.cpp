@@ -215,11 +215,22 @@ private:
     std::vector<const MetaDelta*> facts, effects;
     for (const auto* m : keys) {
       // exec: a data file its arguments name (program.argv_files.PATH) is the data itself.
-      const bool fact = m->key.rfind("data.", 0) == 0 || m->key.rfind("program.argv_files.", 0) == 0;
+      const bool fact = m->key.rfind("data.", 0) == 0 || m->key.rfind("program.argv_files.", 0) == 0 ||
+                        m->key.rfind("inputs.files.", 0) == 0;
       (fact ? facts : effects).push_back(m);
     }
     std::string what = m_r.dataset.counted() ? files_phrase(m_r.dataset)
                                               : changes(facts.empty() ? keys : facts, "program.argv_files.");
+    // exec: the files a program read, each with what changed in it.
+    std::vector<std::string> read;
+    for (const auto* m : facts) {
+      if (m->key.rfind("inputs.files.", 0) == 0) {
+        read.push_back(m->key.substr(13) + ": " + m->detail);
+      }
+    }
+    if (!read.empty()) {
+      what = name_list(read);
+    }
     if (!effects.empty()) {
       what += "; with it, as effects: " + changes(effects, "");
     }
@@ -414,19 +425,21 @@ private:
   void build() {
     auto code = material(m_r, "code");
     // exec: the program's own files (its script) are its code, not a build of reprun's.
+    auto programs = [](const MetaDelta* m) {
+      return m->key.rfind("program.argv_files.", 0) == 0 || m->key.rfind("inputs.files.", 0) == 0;
+    };
     std::vector<const MetaDelta*> program_code;
     for (const auto* m : code) {
-      if (m->key.rfind("program.argv_files.", 0) == 0) {
+      if (programs(m)) {
         program_code.push_back(m);
       }
     }
-    code.erase(std::remove_if(code.begin(), code.end(),
-                              [](const MetaDelta* m) { return m->key.rfind("program.argv_files.", 0) == 0; }),
-               code.end());
+    code.erase(std::remove_if(code.begin(), code.end(), programs), code.end());
     if (!program_code.empty()) {
       std::vector<std::string> files;
       for (const auto* m : program_code) {
-        files.push_back(m->key.substr(19));
+        const bool input = m->key.rfind("inputs.files.", 0) == 0;
+        files.push_back(input ? m->key.substr(13) + (m->detail.empty() ? "" : " (" + m->detail + ")") : m->key.substr(19));
       }
       add(1.5, "the program's code changed: " + name_list(files),
           "run both with the same code (the same commit; git diff shows what changed), or accept B as the new "

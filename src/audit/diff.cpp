@@ -1,6 +1,7 @@
 // diff_runs: open both sides (their logs verified by the read that compares them), compare their
 // metadata, walk their step logs (audit/step_walk.cpp), rank by rank for data-parallel programs.
 #include "reprun/audit/diff.hpp"
+#include "reprun/audit/inputs_diff.hpp"
 
 #include "audit/diff_verdict.hpp"
 #include "audit/step_walk.hpp"
@@ -255,6 +256,7 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
     }
     if (r.a.is_run_dir && r.b.is_run_dir) {
       r.meta = diff_manifests(r.a.manifest, r.b.manifest, opt, r.dataset);
+      compare_inputs(r, a, b, opt);
     }
     if (world_sizes_differ(r)) {
       // Each rank's log holds its own shard's losses: logs of other world sizes are not comparable

@@ -22,8 +22,8 @@ void flatten(const ojson& j, const std::string& prefix, std::map<std::string, st
   if (j.is_object()) {
     for (auto it = j.begin(); it != j.end(); ++it) {
       std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
-      if (key == "data.files" || key == "inputs.files") {
-        continue; // compared file by file
+      if (key == "data.files" || key == "inputs.files" || key == "inputs.folders" || key == "inputs.files_sha256") {
+        continue; // compared file by file (inputs: audit/inputs_diff.hpp, from inputs.jsonl)
       }
       if (key == "config_key_digests") {
         continue; // a digest of each config key, which are compared themselves
@@ -102,6 +102,12 @@ const std::vector<Rule>& rules() {
     // Material, ranked.
     const std::vector<Rule> material = {
         {"data", "dataset", 1, K::material},
+        // What the recording of an exec'd program saw besides its files: how many of each class,
+        // the processes, those it could not follow. The files themselves are compared one by one.
+        {"inputs.counts", "dataset", 90, K::informational},
+        {"inputs.processes", "dataset", 90, K::informational},
+        {"inputs.unrecorded", "dataset", 90, K::informational},
+        {"inputs.recorded", "dataset", 90, K::informational},
         {"inputs", "dataset", 1, K::material},
         {"config", "config", 2, K::material},
         {"config_digest", "config", 2, K::material},
@@ -444,7 +450,7 @@ std::vector<MetaDelta> diff_manifests(const ojson& a, const ojson& b, const Diff
     classify(d, opt);
     out.push_back(d);
   }
-  for (const char* section : {"data", "inputs"}) {
+  for (const char* section : {"data"}) {
     auto ma = file_map(a, section), mb = file_map(b, section);
     for (const auto& [path, v] : mb) {
       auto it = ma.find(path);
@@ -469,8 +475,8 @@ std::vector<MetaDelta> diff_manifests(const ojson& a, const ojson& b, const Diff
   if (dataset.any()) {
     MetaDelta d;
     d.key = "data.files";
-    d.a = std::to_string(file_map(a, "data").size() + file_map(a, "inputs").size()) + " files";
-    d.b = std::to_string(file_map(b, "data").size() + file_map(b, "inputs").size()) + " files";
+    d.a = std::to_string(file_map(a, "data").size()) + " files";
+    d.b = std::to_string(file_map(b, "data").size()) + " files";
     classify(d, opt);
     if (dataset.same_bytes && d.kind == MetaDelta::Kind::material) {
       d.kind = MetaDelta::Kind::informational;

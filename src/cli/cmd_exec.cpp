@@ -78,6 +78,13 @@ Action add_exec(CLI::App& sub) {
   sub.add_flag("--no-localize", [f](int64_t) { f->opt.localize = false; },
                "Do not replay differing PyTorch runs with an op trace to name the operation where they part");
   sub.add_option("--env-allow", f->opt.env_allow, "Also record environment variables matching PATTERN (glob)");
+  sub.add_flag("--no-inputs", [f](int64_t) { f->opt.record_inputs = false; },
+               "Do not record the files the program's processes open (no preload library, no audit hook)");
+  sub.add_option("--data-dir", f->opt.data_dirs,
+                 "A folder whose files are the program's data wherever it is (files under the current directory and "
+                 "those the arguments name are already)");
+  sub.add_option("--stat-only", f->opt.stat_only_dirs,
+                 "A folder too large to read at every record: its files' sizes and times only, no content digest");
   sub.add_option("--ignore-meta", f->opt.ignore_meta,
                  "Do not fail on this manifest field (and its sub-fields), as reprun diff --ignore-meta");
   add_report_options(sub, f->format, f->files);

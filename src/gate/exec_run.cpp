@@ -1,6 +1,8 @@
 // One run of `reprun exec`: see exec_run.hpp.
 #include "gate/exec_run.hpp"
 
+#include "gate/exec_inputs.hpp"
+
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/core/hash.hpp"
@@ -434,6 +436,19 @@ ExecPlan plan_exec(const ExecOptions& opt, const World& world) {
       }
     }
   }
+  if (opt.record_inputs) {
+    plan.preload = find_preload_library();
+    plan.preload_missing = plan.preload.empty() ? "libreprun_preload.so is not beside reprun nor in lib/reprun" : "";
+    if (plan.preload.find_first_of(" :") != std::string::npos) {
+      // LD_PRELOAD separates its entries with spaces and colons: such a path cannot be given.
+      plan.preload_missing = "the preload library's path holds a space or a colon, which LD_PRELOAD cannot carry (" +
+                             plan.preload + ")";
+      plan.preload.clear();
+      if (opt.on_note) {
+        opt.on_note(plan.preload_missing + ": the files the program reads are recorded for its Python processes only");
+      }
+    }
+  }
   plan.interpreter = interpreter_of(world, plan.exe);
   plan.base_env = world.environment();
   if (opt.capture && !plan.interpreter.is_null()) {
@@ -457,6 +472,7 @@ RunInProgress begin_run(const ExecPlan& plan, int i, const std::string& dir, con
   RunInProgress r{.res = {}, .run = run, .lock = std::move(lock)};
   r.res.index = i;
   r.res.dir = path;
+  r.replay = replay.any();
   std::vector<Pin> pins = child_environment(plan, i, r.env, r.res.variation);
   r.pins = ojson::object();
   for (const auto& p : pins) {
@@ -508,6 +524,9 @@ ProcessResult run_program(const ExecPlan& plan, RunInProgress& r, const ProcessP
     for (const auto& [k, v] : p.env) {
       env[k] = v;
     }
+  }
+  if (!replay.any()) { // a replay re-runs what was recorded: it records nothing more
+    add_recording_env(plan, files, env);
   }
   std::vector<std::string> argv = r.argv;
   const auto extra = expand_run_dir(p.extra_args, r.run.path());
@@ -670,6 +689,14 @@ CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult&
                     const ojson& framework, std::vector<std::string>& failures, const RankLogs& ranks) {
   const RunDir& run = r.run;
   ojson artifacts = collect_artifacts(run, plan.opt.artifacts);
+  std::optional<LogFacts> inputs_facts;
+  std::vector<std::string> input_notes;
+  ojson inputs = r.replay ? ojson() : record_run_inputs(plan, run, inputs_facts, input_notes);
+  for (const auto& n : input_notes) {
+    if (plan.opt.on_note) {
+      plan.opt.on_note(n);
+    }
+  }
   uint64_t out_bytes = 0;
   std::string out_digest = sha256_file(run.file(RunFile::stdout_log), &out_bytes);
   ojson m = exec_manifest(plan, r, log.source);
@@ -685,6 +712,9 @@ CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult&
     }
     m["ranks"] = {{"world_size", ranks.world_size}, {"logs", logs}};
   }
+  if (!inputs.is_null()) {
+    m["inputs"] = inputs;
+  }
   m["outputs"] = {{"exit_code", pr.exit_code}, {"stdout_sha256", out_digest}, {"stdout_bytes", out_bytes},
                   {"artifacts", artifacts}};
   run.write_manifest(m);
@@ -696,6 +726,7 @@ CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult&
   summary.has_eval_fields = false;
   summary.wall_seconds = pr.wall_seconds;
   summary.steps_log = run.log_facts(RunFile::steps);
+  summary.inputs_log = inputs_facts;
   if (ranks.world_size > 1) {
     for (int rk : ranks.logged) {
       summary.rank_logs[rk] = run.rank(rk).log_facts(RunFile::steps);

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <memory>
+#include <set>
 #include <optional>
 #include <regex>
 #include <string>
@@ -39,6 +41,11 @@ struct ExecPlan {
   std::map<std::string, std::string> base_env;
   std::string command;     // the program's command line, for messages
   std::string capture_dir; // reprun's Python package, put on PYTHONPATH ("" when not capturing)
+  std::string preload;     // libreprun_preload.so, first in every process's LD_PRELOAD ("" when not used)
+  std::string preload_missing; // why it is not used, for the manifest
+  // What the runs of this exec wrote so far (absolute paths): a later run that reads one reads an
+  // output of its own kind (a checkpoint), not an input.
+  std::shared_ptr<std::set<std::string>> written = std::make_shared<std::set<std::string>>();
 };
 
 ExecPlan plan_exec(const ExecOptions& opt, const World& world);
@@ -86,6 +93,7 @@ struct RunInProgress {
   std::string label;   // "run-2", "the replay of run-2"
   std::string created;
   std::vector<std::string> argv; // as run ({run_dir} expanded)
+  bool replay = false;           // a replay (an op trace, an op's inputs): records no inputs
 };
 
 RunInProgress begin_run(const ExecPlan& plan, int i, const std::string& dir, const ReplaySpec& replay);

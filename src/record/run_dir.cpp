@@ -213,7 +213,8 @@ const char* RunDir::name(RunFile f) {
   // In the order of enum class RunFile.
   static constexpr const char* k_names[] = {"manifest.json", "steps.jsonl", "evals.jsonl", "summary.json",
                                             ".lock",         "stdout.txt",  "stderr.txt",
-                                            "capture-steps.jsonl", "framework.json", "ops.jsonl", "events.jsonl"};
+                                            "capture-steps.jsonl", "framework.json", "ops.jsonl", "events.jsonl",
+                                            "files.log", "py-files.log", "inputs.jsonl"};
   return k_names[static_cast<size_t>(f)];
 }
 
@@ -329,6 +330,9 @@ void RunDir::write_summary(const RunSummary& s) const {
   }
   if (s.evals_log) {
     j["evals_log"] = facts_json(*s.evals_log);
+  }
+  if (s.inputs_log) {
+    j["inputs_log"] = facts_json(*s.inputs_log);
   }
   if (!s.rank_logs.empty()) {
     ojson ranks = ojson::object();
@@ -507,6 +511,60 @@ std::string RunDir::artifact_path(const std::string& file_name) const {
     throw Error(dir.string(), "cannot create: " + ec.message());
   }
   return (dir / fs::path(file_name).filename()).string();
+}
+
+std::vector<ojson> RunDir::read_inputs() const {
+  std::vector<ojson> out;
+  const std::string path = file(RunFile::inputs);
+  if (!exists_no_follow(path)) {
+    return out;
+  }
+  refuse_link(path);
+  const ojson summary = read_summary();
+  if (const auto want = facts_in(summary, "inputs_log", file(RunFile::summary))) {
+    const LogFacts got = log_facts(RunFile::inputs);
+    if (got != *want) {
+      throw Error(path, fmt::format("damaged: its {} records do not match the digest in {} ({} records, {}): the "
+                                    "file was edited after the run wrote it",
+                                    got.records, name(RunFile::summary), want->records, want->xxh3));
+    }
+  }
+  const std::string text = read_file(path);
+  size_t pos = 0;
+  long lineno = 0;
+  while (pos < text.size()) {
+    const size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) {
+      break;
+    }
+    ++lineno;
+    ojson j = ojson::parse(std::string_view(text.data() + pos, nl - pos), nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      throw Error(fmt::format("{}:{}", path, lineno), "not a record of what the program read");
+    }
+    out.push_back(std::move(j));
+    pos = nl + 1;
+  }
+  return out;
+}
+
+std::string RunDir::read_code_copy(long index) const {
+  const fs::path p = fs::path(m_path) / "code" / (std::to_string(index) + ".txt");
+  if (index < 0 || !exists_no_follow(p.string())) {
+    return "";
+  }
+  refuse_link(p.string());
+  return read_file(p.string());
+}
+
+std::string RunDir::code_copy_path(size_t index) const {
+  const fs::path dir = fs::path(m_path) / "code";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw Error(dir.string(), "cannot create: " + ec.message());
+  }
+  return (dir / (std::to_string(index) + ".txt")).string();
 }
 
 namespace {

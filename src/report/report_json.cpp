@@ -112,6 +112,12 @@ ojson diff_to_json(const DiffResult& r) {
     if (!m.why.empty()) {
       meta.back()["why"] = m.why;
     }
+    if (!m.detail.empty()) {
+      meta.back()["detail"] = m.detail;
+    }
+    if (!m.lines.empty()) {
+      meta.back()["lines"] = m.lines;
+    }
   }
   j["metadata"] = meta;
   j["dataset"] = {{"added", files_json(r.dataset.added)},

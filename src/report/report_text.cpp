@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <sstream>
 #include <limits>
 
 namespace reprun {
@@ -147,6 +148,15 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
   }
   for (const auto& m : r.meta) {
     if (m.kind == MetaDelta::Kind::material && m.key != "data.files") {
+      if (!m.detail.empty()) { // an input file: what changed in it, and for code the changed lines
+        o += fmt::format("  [{}] {}: {}\n", m.category,
+                         m.key.rfind("inputs.files.", 0) == 0 ? m.key.substr(13) : m.key, m.detail);
+        std::istringstream lines(m.lines);
+        for (std::string l; std::getline(lines, l);) {
+          o += "      " + l + "\n";
+        }
+        continue;
+      }
       const auto [va, vb] = shown_difference(m.a, m.b);
       o += fmt::format("  [{}] {}: {} -> {}{}\n", m.category, m.key, va, vb,
                        is_effect(m) ? " (an effect, not a cause)" : !m.why.empty() ? " (" + m.why + ")" : "");

@@ -40,6 +40,10 @@ struct MetaDelta {
   // fact one run never wrote down (it made no optimizer step, its capture stopped): not a difference.
   enum class Kind { material, informational, volatile_field, ignored, varied, unrecorded } kind = Kind::material;
   std::string why; // why a delta is not counted, where the kind alone does not say it ("" otherwise)
+  // What changed, said for a reader where "a -> b" says too little (an input file: "1,500 -> 1,520
+  // lines; the first 1,500 are identical (20 appended)"), and for code the changed lines ("" when none).
+  std::string detail;
+  std::string lines;
 };
 
 // The two sides of a delta as a report shows them, each at most about `width` characters: where a

@@ -29,6 +29,9 @@ struct ExecOptions {
   bool quiet = false;                   // do not show the program's output
   bool capture = true;                  // Python programs: reprun_capture on PYTHONPATH (--no-capture)
   bool localize = true;                 // replay differing runs with an op trace (--no-localize)
+  bool record_inputs = true;            // record every file the program's processes open (--no-inputs)
+  std::vector<std::string> data_dirs;   // --data-dir DIR: files under it are data, wherever it is
+  std::vector<std::string> stat_only_dirs; // --stat-only DIR: its files' sizes and times only, no digest
   const World* world = nullptr;         // the outside world; nullptr = the real machine
   std::function<void(const std::string&)> on_note;
   // A run whose program failed or was killed: a header naming the run and its status, then the

@@ -10,6 +10,9 @@
 //   stdout.txt, stderr.txt, artifacts/    what a program run by `reprun exec` left
 //   events.jsonl    exec: the torch.save and torch.load calls of a program, and the state at its
 //                   resume boundary (one JSON line each, written by reprun_capture)
+//   inputs.jsonl    exec: every file the program's processes opened, one JSON line each (record/inputs.hpp);
+//                   files.log and py-files.log are the raw logs it is made from, removed once it is
+//   code/           exec: the text of the program's code files (capped), for a diff to show changed lines
 //   processes/N/    exec --vary resume: the files of the run's N-th process (1 killed, 2 resumed),
 //                   each a folder with the per-process files above (capture-steps.jsonl,
 //                   framework.json, events.jsonl, stdout.txt, stderr.txt)
@@ -37,7 +40,8 @@ inline constexpr int k_run_format_version = 1;
 // `reprun exec` (the automatic step log and the framework facts; exec moves them into steps.jsonl
 // and the manifest); op_trace is a replay's op trace (docs/run-format.md).
 enum class RunFile {
-  manifest, steps, evals, summary, lock, stdout_log, stderr_log, capture_steps, framework_facts, op_trace, events
+  manifest, steps, evals, summary, lock, stdout_log, stderr_log, capture_steps, framework_facts, op_trace, events,
+  files_log, py_files_log, inputs
 };
 
 // Integrity facts of a log: its complete records and the XXH3-64 of their bytes ("xxh3:<hex>",
@@ -63,6 +67,7 @@ struct RunSummary {
   double wall_seconds = 0.0;
   std::optional<double> steps_per_second;
   std::optional<LogFacts> steps_log, evals_log;
+  std::optional<LogFacts> inputs_log; // exec: inputs.jsonl, what the program read
   // exec of a data-parallel program: the step log of each rank but rank 0 (whose log is the run's
   // steps.jsonl), by rank; written only when the program ran more than one rank.
   std::map<int, LogFacts> rank_logs;
@@ -186,6 +191,13 @@ public:
 
   // exec: where the copy of an artifact named `file_name` goes (artifacts/ is created).
   std::string artifact_path(const std::string& file_name) const;
+  // exec: the lines of inputs.jsonl (one JSON object each), checked against summary.json's facts
+  // (a damaged file is an Error naming it, exit 2); empty when the run recorded none.
+  std::vector<nlohmann::ordered_json> read_inputs() const;
+  // exec: the kept text of code file `index` ("" when none was kept).
+  std::string read_code_copy(long index) const;
+  // exec: where the kept text of code file `index` goes (code/<index>.txt; code/ is created).
+  std::string code_copy_path(size_t index) const;
 
   // exec --vary resume: the folder of the run's `n`-th process (processes/<n>/, created), whose
   // file() paths are that process's own files. The run's own files stay where they are.

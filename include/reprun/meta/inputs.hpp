@@ -1,0 +1,109 @@
+// What a program run by `reprun exec` read: every file any of its processes opened (record/
+// files_log.hpp), classified and fingerprinted, so that a run kept as a reference can later be
+// compared with another, down to the file and the lines that changed, without keeping the files.
+//
+//   data     files under the working directory, files (and folders) the arguments name, and those
+//            under a folder given with --data-dir; fingerprinted with enough block digests to say
+//            later what changed (text: blocks of lines and the last lines one by one; other files:
+//            fixed-size blocks); a listed folder: the digest of its listing and its names
+//   code     the program's own source: a script the arguments name, the modules Python imported
+//            from outside the interpreter's folders (.pyc mapped back to .py); its text is kept in
+//            the run directory up to a cap, so that a diff can show the changed lines
+//   other    the standard library, packages, caches, /etc, /proc, /sys, /dev, temporary files,
+//            reprun's own: recorded with what the open saw (size, time), never counted
+//   written  files the program wrote before reading them (checkpoints, downloads, outputs), or
+//            that an earlier run of the same exec wrote: not inputs
+// It is not a sandbox and not a tracer of system calls: a process that the preload library cannot
+// see (statically linked, or started with LD_PRELOAD cleared) is named as unrecorded.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace reprun {
+
+struct FilesLog;
+
+// What a file held when the run read it, as its blocks.
+struct ContentSummary {
+  uint64_t size = 0;
+  std::string sha256;
+  bool text = false;
+  long lines = 0;                    // text: lines (a last line without '\n' counts)
+  long block_lines = 0;              // text: lines per block
+  uint64_t block_bytes = 0;          // other files: bytes per block
+  std::vector<std::string> blocks;   // XXH3-64 hex of each block
+  long tail_from = 0;                // text: the first line (from 0) of `tail`
+  std::vector<uint32_t> tail;        // text: a 32-bit digest of each of the last lines
+};
+
+struct InputFile {
+  std::string path;                  // relative to the working directory when under it
+  std::string cls;                   // data | code | other | written
+  bool folder = false;               // a directory the program listed
+  bool read = false, written = false;
+  bool existed = true;               // false: every open failed, or the program created it
+  bool changed_while_running = false;
+  std::string opened_by;             // the first opener: "python3 (train.py:12)", "/usr/bin/sort"
+  std::string note;                  // why it holds no digest: unreadable, gone, not a regular file
+  uint64_t size = 0;                 // at the first open (files) or now (folders: entries)
+  int64_t mtime_ns = 0;              // at the first open: informational, never compared
+  bool hashed = false;
+  bool stat_only = false;            // under a --stat-only folder: size and time only
+  ContentSummary content;            // when hashed
+  std::string listing_sha256;        // folders: of the sorted names
+  std::vector<std::string> names;    // folders: the sorted names
+  long code_copy = -1;               // code: its text's copy in the run directory (code/<n>.txt)
+};
+
+struct Unrecorded {
+  std::string path;                  // the executable
+  std::string reason;                // cleared | static
+};
+
+struct InputsRecord {
+  std::vector<InputFile> files;      // sorted by path
+  std::vector<Unrecorded> unrecorded;
+  long processes = 0;                // processes that loaded the preload library
+  long skipped_lines = 0;
+  std::vector<std::string> notes;
+};
+
+struct InputsOptions {
+  std::string cwd;                           // the program's working directory
+  std::vector<std::string> argv_paths;       // existing files and folders the arguments name
+  std::vector<std::string> data_dirs;        // --data-dir
+  std::vector<std::string> stat_only_dirs;   // --stat-only: size and time only, no digest
+  std::vector<std::string> own_dirs;         // reprun's: the run and work directories, the capture
+  std::set<std::string> written_earlier;     // absolute paths an earlier run of this exec wrote
+  std::string cache_dir;                     // the hash cache's folder ("" none)
+  size_t code_cap = 1 << 20;                 // the longest code file whose text is kept
+  int threads = 0;
+  // Called about every second while files are hashed: bytes done and to do (a progress line).
+  std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+// Classifies and fingerprints what `log` says the program opened. `keep_code(index, text)` keeps
+// a code file's text (the run directory's code/<index>.txt). Errors reading a file become its
+// note, never an exception: the record says what could not be read.
+InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
+                           const std::function<void(long index, const std::string& text)>& keep_code);
+
+// Fingerprints one file's content (blocks sized for it); throws Error naming an unreadable file.
+ContentSummary summarize_content(const std::string& path);
+
+// The manifest's "inputs" section (counted files, folders, counts, unrecorded processes) and one
+// inputs.jsonl line per file; and back.
+nlohmann::ordered_json inputs_manifest(const InputsRecord& r);
+std::string input_line(const InputFile& f);
+InputFile input_from_json(const nlohmann::ordered_json& j);
+
+// Where `path` (absolute) is under `dir` (absolute): true also when equal.
+bool path_under(const std::string& path, const std::string& dir);
+
+} // namespace reprun

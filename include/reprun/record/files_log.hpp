@@ -1,0 +1,61 @@
+// The raw logs of what a program run by `reprun exec` opened, written as it runs (format
+// "reprun.files/1"; docs/run-format.md, "files.log"):
+//   files.log     by libreprun_preload.so in every process of the program, one line per event, each
+//                 written with one write() to a file opened O_APPEND, tab-separated:
+//                   PID EVENT A B SIZE MTIME_NS DEV:INO PATH
+//                 EVENT S (a process started: A its parent's pid, PATH its executable), O (an open of
+//                 the open family or fopen: A the open flags, with 0x40000000 when O_CREAT made the
+//                 file; B the fd or -errno), D (a directory listed: B 0 or -errno), X (an exec or
+//                 posix_spawn: A ok | cleared | static, whether the child is recorded); SIZE, MTIME_NS
+//                 and DEV:INO from fstat at the open; PATH absolute, with \\ \t \n \xHH escapes.
+//   py-files.log  by the capture's audit hook in each Python process, the same way:
+//                   PID EVENT MODE WHERE PATH
+//                 EVENT open (MODE as open() got it, WHERE the program's file:line), listdir, module
+//                 (a module the process imported, its source file: .pyc mapped to .py), prefix (a
+//                 folder of the interpreter's own: its standard library, site-packages).
+// Why two logs: the preload library sees every process (shell tools, compiled trainers, workers)
+// but no Python line; the audit hook sees the line but only Python processes. Lines that do not
+// parse (a process killed while writing) are skipped and counted. The reader is the one place
+// that knows these formats; what the files are is meta/inputs.hpp's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace reprun {
+
+struct FileEvent {
+  long pid = 0;
+  char event = 0;          // S O D X
+  long long a = 0;         // O: open flags (0x40000000: created by this open); S: parent pid
+  long long b = 0;         // O, D: the fd (>= 0) or -errno
+  std::string reason;      // X: ok | cleared | static
+  uint64_t size = 0, dev = 0, ino = 0;
+  int64_t mtime_ns = 0;
+  std::string path;        // unescaped bytes
+};
+
+inline constexpr long long k_open_created = 0x40000000;
+
+struct PyFileEvent {
+  long pid = 0;
+  std::string event;       // open | listdir | module | prefix
+  std::string mode;        // open: "r", "rb", "w", ...
+  std::string where;       // open, listdir: "train.py:12"
+  std::string path;
+};
+
+struct FilesLog {
+  std::vector<FileEvent> events;
+  std::vector<PyFileEvent> py;
+  long skipped = 0;        // lines that did not parse (cut by a kill)
+};
+
+// Reads both logs (a missing one has no events). Throws Error naming a file that cannot be read.
+FilesLog read_files_log(const std::string& files_log, const std::string& py_files_log);
+
+// The escapes of both logs undone: \\ \t \n \xHH.
+std::string unescape_log_path(const std::string& s);
+
+} // namespace reprun

@@ -1,0 +1,127 @@
+"""The files a Python process opens, and the line that opened each: an audit hook (sys.addaudithook)
+armed by reprun's sitecustomize in every Python process of a program run by `reprun exec`, whether
+or not it imports torch. It writes py-files.log (REPRUN_PY_FILES_LOG; docs/run-format.md), one line
+per event with one os.write to a file opened O_APPEND, so a forked process (a DataLoader worker)
+writes its own lines beside its parent's:
+
+    PID <tab> EVENT <tab> MODE <tab> WHERE <tab> PATH
+
+EVENT is open (MODE as open() got it, WHERE the program's file:line), listdir (os.listdir,
+os.scandir), prefix (a folder of the interpreter's own: its standard library and site-packages,
+written at start) or module (at exit, the source file of each module the process imported). The
+preload library records every process's opens, Python's or not; this adds the program's line.
+Nothing here ever raises into the program: a failure to record stops recording, silently.
+"""
+
+import os
+import sys
+
+_EVENTS = ("open", "os.listdir", "os.scandir")
+_state = {"fd": None, "skip": (), "cwd": "", "busy": False}
+
+
+def _escape(path):
+    out = []
+    for ch in path:
+        o = ord(ch)
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\n":
+            out.append("\\n")
+        elif o < 0x20 or o == 0x7F:
+            out.append("\\x%02x" % o)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _write(event, mode, where, path):
+    fd = _state["fd"]
+    if fd is None:
+        return
+    line = "%d\t%s\t%s\t%s\t%s\n" % (os.getpid(), event, mode, where, _escape(path))
+    os.write(fd, line.encode("utf-8", "surrogateescape"))
+
+
+def _where(frame):
+    skip, cwd = _state["skip"], _state["cwd"]
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith("<") and not name.startswith(skip):
+            if name.startswith(cwd):
+                name = name[len(cwd):]
+            return "%s:%d" % (name, frame.f_lineno)
+        frame = frame.f_back
+    return "-"
+
+
+def _hook(event, args):
+    if event not in _EVENTS or _state["busy"]:
+        return
+    _state["busy"] = True
+    try:
+        path = args[0] if args else None
+        if isinstance(path, int):  # an open of a file descriptor: no path
+            return
+        if path is None:
+            path = "."
+        path = os.fsdecode(path)
+        path = os.path.abspath(path)
+        try:
+            frame = sys._getframe(1)
+        except ValueError:  # no Python frame: the interpreter opening the script itself
+            frame = None
+        if frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+            # The import system: a module's source or .pyc (the module, not a read of the
+            # program's), or the listing of a folder on sys.path (its finder's cache).
+            if event == "open":
+                _write("module", "-", _where(frame), path)
+            return
+        where = _where(frame)
+        if event == "open":
+            mode = args[1] if len(args) > 1 and isinstance(args[1], str) else "r"
+            _write("open", mode, where, path)
+        elif where != "-":  # a listing with no line of the program's: the interpreter's own (sys.path)
+            _write("listdir", "-", where, path)
+    except Exception:
+        _state["fd"] = None  # stop recording, never raise into the program
+    finally:
+        _state["busy"] = False
+
+
+def _at_exit():
+    try:
+        _state["busy"] = True
+        for module in list(sys.modules.values()):
+            path = getattr(module, "__file__", None)
+            if isinstance(path, str):
+                _write("module", "-", "-", os.path.abspath(path))
+    except Exception:
+        pass
+
+
+def arm(log_path):
+    """Installs the hook once per interpreter (a forked child inherits it and its fd)."""
+    if _state["fd"] is not None:
+        return
+    import atexit
+    import sysconfig
+
+    _state["fd"] = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    prefixes = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            prefixes.add(os.path.abspath(p))
+    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):
+        prefixes.add(os.path.join(os.path.abspath(p), "lib"))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # reprun's python/ folder
+    prefixes.add(here)
+    for p in sorted(prefixes):
+        _write("prefix", "-", "-", p)
+    _state["skip"] = tuple(sorted(p + os.sep for p in prefixes))
+    _state["cwd"] = os.getcwd() + os.sep
+    atexit.register(_at_exit)
+    sys.addaudithook(_hook)

@@ -1,0 +1,255 @@
+// What two runs read, compared: see include/reprun/audit/inputs_diff.hpp.
+#include "reprun/audit/inputs_diff.hpp"
+
+#include "reprun/meta/inputs.hpp"
+#include "reprun/record/run_dir.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace reprun {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+std::string grouped(long long n) {
+  std::string s = std::to_string(n < 0 ? -n : n);
+  for (int at = static_cast<int>(s.size()) - 3; at > 0; at -= 3) {
+    s.insert(static_cast<size_t>(at), ",");
+  }
+  return n < 0 ? "-" + s : s;
+}
+
+bool has_prefix(const std::string& key, const std::string& p) {
+  return key == p || (key.size() > p.size() && key.compare(0, p.size(), p) == 0 && key[p.size()] == '.');
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    out.push_back(l);
+  }
+  return out;
+}
+
+std::string name_list(const std::vector<std::string>& v, size_t most) {
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < most; ++i) {
+    s += (i ? ", " : "") + v[i];
+  }
+  return v.size() > most ? s + fmt::format(" and {} more", v.size() - most) : s;
+}
+
+} // namespace
+
+std::string describe_content_change(const ContentSummary& a, const ContentSummary& b) {
+  if (a.text && b.text && a.block_lines == b.block_lines && a.block_lines > 0) {
+    const size_t bl = static_cast<size_t>(a.block_lines);
+    size_t k = 0; // leading whole blocks that are equal (a last, partial block is never whole)
+    while (k < a.blocks.size() && k < b.blocks.size() && a.blocks[k] == b.blocks[k] &&
+           (k + 1) * bl <= static_cast<size_t>(std::min(a.lines, b.lines))) {
+      ++k;
+    }
+    // From there line by line, where both keep the line's digest (their last lines).
+    long line = static_cast<long>(k * bl);
+    auto known = [](const ContentSummary& s, long l) { return l >= s.tail_from && l < s.tail_from + static_cast<long>(s.tail.size()); };
+    bool exact = false;
+    while (line < a.lines && line < b.lines && known(a, line) && known(b, line) &&
+           a.tail[static_cast<size_t>(line - a.tail_from)] == b.tail[static_cast<size_t>(line - b.tail_from)]) {
+      ++line;
+      exact = true;
+    }
+    const std::string counts = fmt::format("{} -> {} lines", grouped(a.lines), grouped(b.lines));
+    if (line == a.lines && a.lines < b.lines) {
+      return fmt::format("{}; the first {} are identical ({} appended)", counts, grouped(a.lines), grouped(b.lines - a.lines));
+    }
+    if (line == b.lines && b.lines < a.lines) {
+      return fmt::format("{}; the first {} are identical ({} removed at the end)", counts, grouped(b.lines),
+                         grouped(a.lines - b.lines));
+    }
+    if (exact || (known(a, line) && known(b, line))) {
+      return fmt::format("{}; the first difference is at line {}", counts, grouped(line + 1));
+    }
+    return fmt::format("{}; the first {} are identical, and the first difference is in lines {}-{}", counts,
+                       grouped(static_cast<long long>(k * bl)), grouped(static_cast<long long>(k * bl + 1)),
+                       grouped(static_cast<long long>((k + 1) * bl)));
+  }
+  const std::string sizes = fmt::format("{} -> {} bytes", grouped(static_cast<long long>(a.size)),
+                                        grouped(static_cast<long long>(b.size)));
+  if (a.block_bytes > 0 && a.block_bytes == b.block_bytes) {
+    size_t k = 0;
+    while (k < a.blocks.size() && k < b.blocks.size() && a.blocks[k] == b.blocks[k]) {
+      ++k;
+    }
+    const uint64_t from = k * a.block_bytes;
+    return fmt::format("{}; the first differing block is bytes {}-{}", sizes, grouped(static_cast<long long>(from)),
+                       grouped(static_cast<long long>(std::min(std::max(a.size, b.size), from + a.block_bytes))));
+  }
+  return sizes + "; its content differs";
+}
+
+std::string changed_lines(const std::string& a, const std::string& b, size_t most, std::string& summary) {
+  const auto la = split_lines(a), lb = split_lines(b);
+  size_t pre = 0;
+  while (pre < la.size() && pre < lb.size() && la[pre] == lb[pre]) {
+    ++pre;
+  }
+  size_t suf = 0;
+  while (suf < la.size() - pre && suf < lb.size() - pre && la[la.size() - 1 - suf] == lb[lb.size() - 1 - suf]) {
+    ++suf;
+  }
+  const size_t na = la.size() - pre - suf, nb = lb.size() - pre - suf;
+  const size_t span = std::max<size_t>(std::max(na, nb), 1);
+  summary = span == 1 ? fmt::format("line {}", pre + 1) : fmt::format("lines {}-{}", pre + 1, pre + span);
+  std::string out;
+  for (size_t i = 0; i < na && i < most; ++i) {
+    out += fmt::format("{:>5} - {}\n", pre + 1 + i, la[pre + i]);
+  }
+  for (size_t i = 0; i < nb && i < most; ++i) {
+    out += fmt::format("{:>5} + {}\n", pre + 1 + i, lb[pre + i]);
+  }
+  if (na > most || nb > most) {
+    out += "      ...\n";
+  }
+  return out;
+}
+
+void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, const DiffOptions& opt) {
+  auto recorded = [](const ojson& m) {
+    return m.is_object() && m.contains("inputs") && m["inputs"].is_object() && m["inputs"].contains("recorded") &&
+           m["inputs"]["recorded"].is_string();
+  };
+  const bool ra = recorded(r.a.manifest), rb = recorded(r.b.manifest);
+  if (!ra || !rb) {
+    if (ra != rb) {
+      r.notes.push_back(fmt::format("{} recorded no files read (an older reprun, --no-inputs, or the built-in "
+                                    "trainer): what the programs read is not compared",
+                                    ra ? "B" : "A"));
+    }
+    return;
+  }
+  const RunDir da = RunDir::open(a), db = RunDir::open(b);
+  std::map<std::string, InputFile> fa, fb;
+  for (const auto& j : da.read_inputs()) {
+    InputFile f = input_from_json(j);
+    if (f.cls == "data" || f.cls == "code") {
+      fa.emplace(f.path, std::move(f));
+    }
+  }
+  for (const auto& j : db.read_inputs()) {
+    InputFile f = input_from_json(j);
+    if (f.cls == "data" || f.cls == "code") {
+      fb.emplace(f.path, std::move(f));
+    }
+  }
+  std::vector<std::string> paths;
+  for (const auto& [p, f] : fa) {
+    paths.push_back(p);
+  }
+  for (const auto& [p, f] : fb) {
+    if (!fa.count(p)) {
+      paths.push_back(p);
+    }
+  }
+  std::sort(paths.begin(), paths.end());
+  for (const auto& path : paths) {
+    const auto ia = fa.find(path), ib = fb.find(path);
+    const InputFile* x = ia == fa.end() ? nullptr : &ia->second;
+    const InputFile* y = ib == fb.end() ? nullptr : &ib->second;
+    MetaDelta d;
+    d.key = "inputs.files." + path;
+    const InputFile& any = x ? *x : *y;
+    d.category = any.cls == "code" ? "code" : "dataset";
+    d.rank = any.cls == "code" ? 2 : 1;
+    d.kind = MetaDelta::Kind::material;
+    if (!x || !y) {
+      d.a = x ? (x->folder ? "a folder" : "read") : "(not read)";
+      d.b = y ? (y->folder ? "a folder" : "read") : "(not read)";
+      d.detail = fmt::format("read by {} only{}", x ? "A" : "B", any.opened_by.empty() ? "" : " (" + any.opened_by + ")");
+    } else if (x->folder || y->folder) {
+      if (x->listing_sha256 == y->listing_sha256) {
+        continue;
+      }
+      std::vector<std::string> added, removed;
+      std::set_difference(y->names.begin(), y->names.end(), x->names.begin(), x->names.end(), std::back_inserter(added));
+      std::set_difference(x->names.begin(), x->names.end(), y->names.begin(), y->names.end(), std::back_inserter(removed));
+      d.a = fmt::format("{} entries", x->names.size());
+      d.b = fmt::format("{} entries", y->names.size());
+      d.detail = fmt::format("a folder: {} -> {} entries", grouped(static_cast<long long>(x->names.size())),
+                             grouped(static_cast<long long>(y->names.size())));
+      if (!added.empty()) {
+        d.detail += "; added in B: " + name_list(added, 3);
+      }
+      if (!removed.empty()) {
+        d.detail += "; missing in B: " + name_list(removed, 3);
+      }
+    } else if (x->hashed && y->hashed) {
+      if (x->content.sha256 == y->content.sha256) {
+        continue; // the same bytes, whatever its time (rewritten with the same bytes is no change)
+      }
+      d.a = x->content.sha256;
+      d.b = y->content.sha256;
+      if (any.cls == "code" && x->code_copy >= 0 && y->code_copy >= 0) {
+        std::string where;
+        d.lines = changed_lines(da.read_code_copy(x->code_copy), db.read_code_copy(y->code_copy), 6, where);
+        d.detail = where + " changed";
+      } else {
+        d.detail = describe_content_change(x->content, y->content);
+      }
+    } else if (x->existed != y->existed) {
+      d.a = x->existed ? "existed" : "missing";
+      d.b = y->existed ? "existed" : "missing";
+      d.detail = fmt::format("it {} when A ran and {} when B ran", x->existed ? "existed" : "did not exist",
+                             y->existed ? "existed" : "did not exist");
+    } else if (x->stat_only || y->stat_only) {
+      if (x->size == y->size) {
+        continue; // sizes and times only: equal sizes are all that can be said
+      }
+      d.a = std::to_string(x->size);
+      d.b = std::to_string(y->size);
+      d.detail = fmt::format("{} -> {} bytes (recorded by size only: --stat-only)", grouped(static_cast<long long>(x->size)),
+                             grouped(static_cast<long long>(y->size)));
+    } else {
+      continue; // neither could be read: their notes say why
+    }
+    for (const auto& p : opt.ignore_meta) {
+      if (has_prefix(d.key, p)) {
+        d.kind = MetaDelta::Kind::ignored;
+      }
+    }
+    r.meta.push_back(std::move(d));
+  }
+  // A file the arguments name (the script, a data file) is compared here, with what changed in it:
+  // its argument entry is not counted a second time.
+  for (auto& m : r.meta) {
+    if (m.kind == MetaDelta::Kind::material && m.key.rfind("program.argv_files.", 0) == 0) {
+      const std::string path = m.key.substr(19);
+      if (fa.count(path) || fb.count(path)) {
+        m.kind = MetaDelta::Kind::informational;
+        m.why = "compared with what the program read (inputs.files." + path + ")";
+      }
+    }
+  }
+  // The order diff_manifests gives: material by rank, then informational, varied, ignored, the rest.
+  auto order = [](MetaDelta::Kind k) {
+    switch (k) {
+    case MetaDelta::Kind::material: return 0;
+    case MetaDelta::Kind::informational: return 1;
+    case MetaDelta::Kind::varied: return 2;
+    case MetaDelta::Kind::ignored: return 3;
+    case MetaDelta::Kind::unrecorded: return 4;
+    case MetaDelta::Kind::volatile_field: return 5;
+    }
+    return 6;
+  };
+  std::stable_sort(r.meta.begin(), r.meta.end(), [&](const MetaDelta& x, const MetaDelta& y) {
+    return order(x.kind) != order(y.kind) ? order(x.kind) < order(y.kind) : x.rank < y.rank;
+  });
+}
+
+} // namespace reprun

@@ -1,0 +1,162 @@
+// What a program run by exec read: see exec_inputs.hpp.
+#include "gate/exec_inputs.hpp"
+
+#include "reprun/core/atomic_file.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/meta/fingerprint.hpp"
+#include "reprun/meta/inputs.hpp"
+#include "reprun/meta/world.hpp"
+#include "reprun/record/files_log.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+#include <unistd.h>
+
+namespace reprun {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+std::string find_preload_library() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) {
+    return "";
+  }
+  for (const fs::path& lib : {exe.parent_path() / "libreprun_preload.so",
+                              exe.parent_path().parent_path() / "lib" / "reprun" / "libreprun_preload.so"}) {
+    if (fs::is_regular_file(lib, ec)) {
+      return fs::weakly_canonical(lib, ec).string();
+    }
+  }
+  return "";
+}
+
+void add_recording_env(const ExecPlan& plan, const RunDir& files, std::map<std::string, std::string>& env) {
+  if (!plan.opt.record_inputs) {
+    return;
+  }
+  if (!plan.preload.empty()) {
+    auto pre = env.find("LD_PRELOAD");
+    env["LD_PRELOAD"] = plan.preload + (pre == env.end() || pre->second.empty() ? "" : ":" + pre->second);
+    env["REPRUN_FILES_LOG"] = fs::absolute(files.file(RunFile::files_log)).string();
+  }
+  if (!plan.capture_dir.empty()) {
+    env["REPRUN_PY_FILES_LOG"] = fs::absolute(files.file(RunFile::py_files_log)).string();
+  }
+}
+
+namespace {
+
+// The folders whose files are reprun's or temporary: recorded as "other", never inputs.
+std::vector<std::string> own_dirs(const ExecPlan& plan, const RunDir& run) {
+  std::vector<std::string> dirs = {fs::absolute(plan.opt.work_dir).lexically_normal().string(),
+                                   fs::absolute(run.path()).lexically_normal().string()};
+  if (!plan.capture_dir.empty()) {
+    dirs.push_back(plan.capture_dir);
+  }
+  if (!plan.preload.empty()) {
+    dirs.push_back(fs::path(plan.preload).parent_path().string());
+  }
+  if (const char* tmp = std::getenv("TMPDIR"); tmp && *tmp) {
+    dirs.push_back(fs::absolute(tmp).lexically_normal().string());
+  }
+  return dirs;
+}
+
+} // namespace
+
+ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, std::optional<LogFacts>& facts,
+                        std::vector<std::string>& notes) {
+  if (!plan.opt.record_inputs) {
+    return nullptr;
+  }
+  // Every process folder's logs (a killed and resumed run has two), else the run's own.
+  std::vector<RunDir> dirs;
+  for (int n : run.processes()) {
+    dirs.push_back(run.process(n));
+  }
+  if (dirs.empty()) {
+    dirs.push_back(run);
+  }
+  FilesLog log;
+  for (const RunDir& d : dirs) {
+    FilesLog one = read_files_log(d.file(RunFile::files_log), d.file(RunFile::py_files_log));
+    log.events.insert(log.events.end(), one.events.begin(), one.events.end());
+    log.py.insert(log.py.end(), one.py.begin(), one.py.end());
+    log.skipped += one.skipped;
+  }
+  if (log.events.empty() && log.py.empty()) {
+    if (!plan.preload.empty()) {
+      notes.push_back("no process of the program loaded reprun's preload library (a statically linked program, or "
+                      "one that clears LD_PRELOAD): what it read is not recorded");
+    }
+    return ojson{{"recorded", false}, {"why", plan.preload.empty() ? plan.preload_missing : "no process recorded"}};
+  }
+  InputsOptions opt;
+  opt.cwd = plan.world.current_directory();
+  for (size_t i = 1; i < plan.opt.argv.size(); ++i) {
+    const std::string& arg = plan.opt.argv[i];
+    const std::string named = arg.rfind("-", 0) == 0 && arg.find('=') != std::string::npos ? arg.substr(arg.find('=') + 1) : arg;
+    std::error_code ec;
+    if (!named.empty() && fs::exists(named, ec)) {
+      opt.argv_paths.push_back(fs::absolute(named).lexically_normal().string());
+    }
+  }
+  for (const auto& d : plan.opt.data_dirs) {
+    opt.data_dirs.push_back(fs::absolute(d).lexically_normal().string());
+  }
+  for (const auto& d : plan.opt.stat_only_dirs) {
+    opt.stat_only_dirs.push_back(fs::absolute(d).lexically_normal().string());
+  }
+  opt.own_dirs = own_dirs(plan, run);
+  opt.written_earlier = *plan.written;
+  HashOptions ho;
+  opt.cache_dir = hash_cache_file(ho);
+  if (::isatty(2) == 1 && plan.opt.on_note) {
+    opt.progress = [&](uint64_t done, uint64_t total) {
+      std::cerr << fmt::format("\rreprun exec: fingerprinting what the program read: {} of {} MB", done >> 20, total >> 20)
+                << std::flush;
+    };
+  }
+  const InputsRecord r = record_inputs(log, opt, [&](long index, const std::string& text) {
+    write_file_atomic(run.code_copy_path(static_cast<size_t>(index)), text);
+  });
+  if (opt.progress) {
+    std::cerr << "\n";
+  }
+  std::string lines;
+  for (const auto& f : r.files) {
+    lines += input_line(f);
+    if (f.written) {
+      plan.written->insert(fs::path(f.path).is_absolute() ? f.path : (fs::path(opt.cwd) / f.path).string());
+    }
+  }
+  write_file_atomic(run.file(RunFile::inputs), lines);
+  facts = run.log_facts(RunFile::inputs);
+  for (const RunDir& d : dirs) {
+    std::error_code ec;
+    fs::remove(d.file(RunFile::files_log), ec);
+    fs::remove(d.file(RunFile::py_files_log), ec);
+  }
+  for (const auto& u : r.unrecorded) {
+    notes.push_back(fmt::format("{} ran without reprun's preload library ({}): the files it read are not recorded",
+                                u.path, u.reason == "static" ? "statically linked" : "LD_PRELOAD cleared"));
+  }
+  if (r.skipped_lines > 0) {
+    notes.push_back(fmt::format("{} lines of the file logs were cut short (a process killed while writing): skipped",
+                                r.skipped_lines));
+  }
+  for (const auto& f : r.files) {
+    if (f.changed_while_running && (f.cls == "data" || f.cls == "code")) {
+      notes.push_back(fmt::format("{} changed while the program ran (its size or time at the first open differ from "
+                                  "now): its digest is of what it holds now",
+                                  f.path));
+    }
+  }
+  return inputs_manifest(r);
+}
+
+} // namespace reprun

@@ -1,0 +1,542 @@
+// What a program read: see include/reprun/meta/inputs.hpp.
+#include "reprun/meta/inputs.hpp"
+
+#include "reprun/core/atomic_file.hpp"
+#include "reprun/core/error.hpp"
+#include "reprun/core/hash.hpp"
+#include "reprun/core/threadpool.hpp"
+#include "reprun/record/files_log.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+namespace reprun {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+constexpr uint64_t k_text_cap = 64ull << 20;   // text files up to this size get line blocks
+constexpr size_t k_max_blocks = 4096;          // block sizes double until a file has no more
+constexpr size_t k_tail_lines = 1024;          // the last lines digested one by one
+constexpr const char* k_code_ext[] = {".py", ".sh", ".bash", ".pl", ".rb", ".js", ".lua", ".R", ".jl"};
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const size_t n = std::char_traits<char>::length(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+bool is_code_name(const std::string& p) {
+  return std::any_of(std::begin(k_code_ext), std::end(k_code_ext), [&](const char* e) { return ends_with(p, e); });
+}
+
+// ".../pkg/__pycache__/mod.cpython-311.pyc" -> ".../pkg/mod.py"; "" for another name.
+std::string source_of_pyc(const std::string& p) {
+  if (!ends_with(p, ".pyc")) {
+    return "";
+  }
+  const fs::path path(p);
+  const fs::path dir = path.parent_path();
+  std::string stem = path.filename().string();
+  stem = stem.substr(0, stem.find('.'));
+  return ((dir.filename() == "__pycache__" ? dir.parent_path() : dir) / (stem + ".py")).string();
+}
+
+bool hidden_component(const std::string& p) {
+  for (size_t at = p.find("/."); at != std::string::npos; at = p.find("/.", at + 1)) {
+    if (at + 2 < p.size() && p[at + 2] != '/' && !(p[at + 2] == '.' && (at + 3 == p.size() || p[at + 3] == '/'))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool system_path(const std::string& p) {
+  static const char* k_system[] = {"/proc", "/sys", "/dev", "/etc", "/run", "/usr", "/lib", "/lib32", "/lib64", "/bin",
+                                   "/sbin", "/var", "/tmp", "/snap", "/boot", "/opt/conda"};
+  return std::any_of(std::begin(k_system), std::end(k_system), [&](const char* d) { return path_under(p, d); });
+}
+
+std::string relative_to(const std::string& p, const std::string& cwd) {
+  if (!cwd.empty() && path_under(p, cwd) && p.size() > cwd.size()) {
+    return p.substr(cwd.back() == '/' ? cwd.size() : cwd.size() + 1);
+  }
+  return p;
+}
+
+// Reads `path` once: its SHA-256 and its blocks.
+ContentSummary summarize_fd(int fd, const std::string& path, uint64_t size) {
+  ContentSummary s;
+  s.size = size;
+  Sha256 sha;
+  std::vector<char> buf(1 << 20);
+  // Text: no NUL in the first 8 KiB, and small enough to count its lines.
+  ssize_t got = ::pread(fd, buf.data(), std::min<size_t>(8192, buf.size()), 0);
+  s.text = size <= k_text_cap && got >= 0 && std::find(buf.begin(), buf.begin() + got, '\0') == buf.begin() + got;
+  if (s.text) {
+    std::vector<uint64_t> line_hashes; // one per line, folded into blocks below
+    std::string line;
+    Xxh3Stream lh;
+    bool open_line = false;
+    uint64_t off = 0;
+    while ((got = ::pread(fd, buf.data(), buf.size(), static_cast<off_t>(off))) > 0) {
+      sha.update(buf.data(), static_cast<size_t>(got));
+      size_t start = 0;
+      for (size_t i = 0; i < static_cast<size_t>(got); ++i) {
+        if (buf[i] == '\n') {
+          lh.update(buf.data() + start, i + 1 - start);
+          line_hashes.push_back(lh.digest());
+          lh.reset();
+          open_line = false;
+          start = i + 1;
+        }
+      }
+      if (start < static_cast<size_t>(got)) {
+        lh.update(buf.data() + start, static_cast<size_t>(got) - start);
+        open_line = true;
+      }
+      off += static_cast<uint64_t>(got);
+    }
+    if (got < 0) {
+      throw Error(path, "cannot read");
+    }
+    if (open_line) {
+      line_hashes.push_back(lh.digest());
+    }
+    s.lines = static_cast<long>(line_hashes.size());
+    s.block_lines = 64;
+    while (static_cast<size_t>(s.lines) / static_cast<size_t>(s.block_lines) > k_max_blocks) {
+      s.block_lines *= 2;
+    }
+    for (size_t b = 0; b * static_cast<size_t>(s.block_lines) < line_hashes.size(); ++b) {
+      const size_t from = b * static_cast<size_t>(s.block_lines);
+      const size_t to = std::min(line_hashes.size(), from + static_cast<size_t>(s.block_lines));
+      s.blocks.push_back(hex64(xxh3_64(line_hashes.data() + from, (to - from) * sizeof(uint64_t))));
+    }
+    s.tail_from = static_cast<long>(line_hashes.size() > k_tail_lines ? line_hashes.size() - k_tail_lines : 0);
+    for (size_t i = static_cast<size_t>(s.tail_from); i < line_hashes.size(); ++i) {
+      s.tail.push_back(static_cast<uint32_t>(line_hashes[i]));
+    }
+  } else {
+    s.block_bytes = 1 << 20;
+    while (size / s.block_bytes > k_max_blocks) {
+      s.block_bytes *= 2;
+    }
+    Xxh3Stream block;
+    uint64_t in_block = 0, off = 0;
+    while ((got = ::pread(fd, buf.data(), buf.size(), static_cast<off_t>(off))) > 0) {
+      sha.update(buf.data(), static_cast<size_t>(got));
+      size_t i = 0;
+      while (i < static_cast<size_t>(got)) {
+        const size_t take = std::min<uint64_t>(static_cast<uint64_t>(got) - i, s.block_bytes - in_block);
+        block.update(buf.data() + i, take);
+        in_block += take;
+        i += take;
+        if (in_block == s.block_bytes) {
+          s.blocks.push_back(hex64(block.digest()));
+          block.reset();
+          in_block = 0;
+        }
+      }
+      off += static_cast<uint64_t>(got);
+    }
+    if (got < 0) {
+      throw Error(path, "cannot read");
+    }
+    if (in_block > 0) {
+      s.blocks.push_back(hex64(block.digest()));
+    }
+  }
+  s.sha256 = sha.hex_digest();
+  return s;
+}
+
+struct Seen {
+  InputFile f;
+  long first = 0;          // the index of its first event
+  bool first_writes = false;
+  bool ok_open = false;    // some open succeeded
+  bool created = false;    // an open with O_CREAT made it
+  bool module = false;     // Python imported it
+};
+
+} // namespace
+
+bool path_under(const std::string& path, const std::string& dir) {
+  if (dir.empty()) {
+    return false;
+  }
+  const std::string d = dir.size() > 1 && dir.back() == '/' ? dir.substr(0, dir.size() - 1) : dir;
+  return path == d || (path.size() > d.size() && path.compare(0, d.size(), d) == 0 && (path[d.size()] == '/' || d == "/"));
+}
+
+ContentSummary summarize_content(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    throw Error(path, std::string("cannot read: ") + std::strerror(errno));
+  }
+  struct stat st {};
+  ::fstat(fd, &st);
+  try {
+    ContentSummary s = summarize_fd(fd, path, static_cast<uint64_t>(st.st_size));
+    ::close(fd);
+    return s;
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+}
+
+InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
+                           const std::function<void(long index, const std::string& text)>& keep_code) {
+  InputsRecord r;
+  r.skipped_lines = log.skipped;
+  std::map<long, std::string> exe_of; // pid -> its executable's name
+  std::map<std::string, Seen> seen;
+  long n = 0;
+  std::vector<std::string> prefixes;
+  for (const auto& e : log.py) {
+    if (e.event == "prefix") {
+      prefixes.push_back(e.path);
+    }
+  }
+  auto note_open = [&](const std::string& raw, bool folder, bool reads, bool writes, bool ok, bool created,
+                       const FileEvent* fe, const std::string& by) {
+    std::string path = raw;
+    if (!folder) {
+      if (const std::string src = source_of_pyc(raw); !src.empty()) {
+        path = src; // a module read from its .pyc: its source is the code
+      }
+    }
+    auto [it, added] = seen.try_emplace(path);
+    Seen& s = it->second;
+    if (added) {
+      s.first = n;
+      s.f.path = path;
+      s.f.folder = folder;
+      s.first_writes = writes && !reads;
+      s.f.opened_by = by;
+      if (fe) {
+        s.f.size = fe->size;
+        s.f.mtime_ns = fe->mtime_ns;
+      }
+    } else if (s.f.opened_by.find('(') == std::string::npos && by.find('(') != std::string::npos) {
+      s.f.opened_by = by; // the Python line that opened it says more than the process's name
+    }
+    s.f.read = s.f.read || reads;
+    s.f.written = s.f.written || writes;
+    s.ok_open = s.ok_open || ok;
+    s.created = s.created || created;
+    if (added && created) {
+      s.first_writes = true;
+    }
+    ++n;
+    return &s;
+  };
+  for (const auto& e : log.events) {
+    if (e.event == 'S') {
+      ++r.processes;
+      exe_of[e.pid] = fs::path(e.path).filename().string();
+    } else if (e.event == 'X') {
+      if (e.reason != "ok") {
+        r.unrecorded.push_back({e.path, e.reason});
+      }
+    } else if (e.event == 'O' || e.event == 'D') {
+      const bool dir = e.event == 'D' || (e.a & O_DIRECTORY) != 0;
+      const int acc = static_cast<int>(e.a & O_ACCMODE);
+      const bool reads = dir || acc == O_RDONLY || acc == O_RDWR;
+      const bool writes = !dir && (acc == O_WRONLY || acc == O_RDWR);
+      const bool created = (e.a & k_open_created) != 0;
+      note_open(e.path, dir, reads, writes || created, e.b >= 0, created, &e,
+                exe_of.count(e.pid) ? exe_of[e.pid] : "pid " + std::to_string(e.pid));
+    }
+  }
+  for (const auto& e : log.py) {
+    if (e.event == "open" || e.event == "listdir") {
+      const bool writes = e.mode.find_first_of("wax+") != std::string::npos;
+      const bool reads = e.event == "listdir" || e.mode.empty() || e.mode.find_first_of("r+") != std::string::npos;
+      note_open(e.path, e.event == "listdir", reads, writes, true, false, nullptr,
+                (exe_of.count(e.pid) ? exe_of[e.pid] : std::string("python")) + " (" + e.where + ")");
+    } else if (e.event == "module") {
+      note_open(e.path, false, true, false, true, false, nullptr, "import")->module = true;
+    }
+  }
+  // Classify.
+  auto under_any = [](const std::string& p, const std::vector<std::string>& dirs) {
+    return std::any_of(dirs.begin(), dirs.end(), [&](const std::string& d) { return path_under(p, d); });
+  };
+  std::vector<Seen*> to_hash;
+  for (auto& [path, s] : seen) {
+    InputFile& f = s.f;
+    f.existed = s.ok_open && !s.created;
+    const bool named = under_any(path, opt.argv_paths);
+    const bool own = under_any(path, opt.own_dirs);
+    const bool interpreter = under_any(path, prefixes);
+    const bool data_place = (path_under(path, opt.cwd) || named || under_any(path, opt.data_dirs)) && !own &&
+                            !interpreter && !(hidden_component(path.substr(std::min(path.size(), opt.cwd.size()))) && !named);
+    if (own || interpreter) {
+      f.cls = "other"; // reprun's own files, the interpreter's
+    } else if ((s.first_writes && !s.module) || opt.written_earlier.count(path)) {
+      f.cls = "written";
+    } else if (!data_place && !(s.module && !system_path(path) && !hidden_component(path))) {
+      f.cls = "other";
+    } else if (!f.folder && is_code_name(path) && (s.module || data_place)) {
+      f.cls = "code";
+    } else if (data_place) {
+      f.cls = "data";
+    } else {
+      f.cls = "other";
+    }
+    if ((f.cls == "data" || f.cls == "code") && !f.folder && f.existed) {
+      f.stat_only = under_any(path, opt.stat_only_dirs);
+      to_hash.push_back(&s);
+    }
+    if (f.folder && f.cls == "data") {
+      std::error_code ec;
+      for (const auto& d : fs::directory_iterator(path, ec)) {
+        f.names.push_back(d.path().filename().string());
+      }
+      if (ec) {
+        f.note = "cannot list it now: " + ec.message();
+      }
+      std::sort(f.names.begin(), f.names.end());
+      Sha256 sha;
+      for (const auto& name : f.names) {
+        sha.update_field("name", name);
+      }
+      f.listing_sha256 = sha.hex_digest();
+      f.size = f.names.size();
+    }
+  }
+  // Fingerprint what counts, in parallel; a file is read once.
+  uint64_t total = 0;
+  for (const Seen* s : to_hash) {
+    total += s->f.size;
+  }
+  std::atomic<uint64_t> done{0};
+  std::atomic<bool> finished{false};
+  std::thread progress;
+  if (opt.progress) {
+    progress = std::thread([&] {
+      auto next = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      while (!finished.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (std::chrono::steady_clock::now() >= next && !finished.load()) {
+          opt.progress(done.load(), total);
+          next += std::chrono::seconds(1);
+        }
+      }
+    });
+  }
+  const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ThreadPool pool(std::min<int>(threads, std::max<int>(1, static_cast<int>(to_hash.size()))));
+  pool.parallel_for(static_cast<int>(to_hash.size()), [&](int i, int) {
+    InputFile& f = to_hash[static_cast<size_t>(i)]->f;
+    struct stat st {};
+    if (::stat(f.path.c_str(), &st) != 0) {
+      f.note = "gone before reprun read it (removed after the run)";
+      return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      f.note = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a regular file";
+      return;
+    }
+    const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    f.changed_while_running = f.mtime_ns != 0 && (static_cast<uint64_t>(st.st_size) != f.size || mtime != f.mtime_ns);
+    if (f.stat_only) {
+      f.size = static_cast<uint64_t>(st.st_size);
+      done += f.size;
+      return;
+    }
+    try {
+      f.content = summarize_content(f.path);
+      f.hashed = true;
+    } catch (const Error& e) {
+      f.note = e.what();
+    }
+    done += f.size;
+  });
+  finished = true;
+  if (progress.joinable()) {
+    progress.join();
+  }
+  // Code: keep its text, for a diff to show the changed lines.
+  long code_index = 0;
+  for (auto& [path, s] : seen) {
+    if (s.f.cls == "code" && s.f.hashed && s.f.content.size <= opt.code_cap && keep_code) {
+      try {
+        keep_code(code_index, read_file(path));
+        s.f.code_copy = code_index++;
+      } catch (const Error&) {
+      }
+    }
+  }
+  for (auto& [path, s] : seen) {
+    s.f.path = relative_to(s.f.path, opt.cwd);
+    r.files.push_back(std::move(s.f));
+  }
+  std::sort(r.files.begin(), r.files.end(), [](const InputFile& a, const InputFile& b) { return a.path < b.path; });
+  return r;
+}
+
+// ---- JSON -----------------------------------------------------------------------------------------
+
+namespace {
+
+ojson content_json(const ContentSummary& c) {
+  ojson j = {{"size", c.size}, {"sha256", c.sha256}};
+  if (c.text) {
+    j["lines"] = c.lines;
+    j["block_lines"] = c.block_lines;
+  } else {
+    j["block_bytes"] = c.block_bytes;
+  }
+  j["blocks"] = c.blocks;
+  if (c.text) {
+    j["tail_from"] = c.tail_from;
+    std::string tail;
+    for (uint32_t v : c.tail) {
+      tail += fmt::format("{:08x}", v);
+    }
+    j["tail"] = tail;
+  }
+  return j;
+}
+
+} // namespace
+
+std::string input_line(const InputFile& f) {
+  ojson j = {{"path", f.path}, {"class", f.cls}};
+  if (f.folder) {
+    j["folder"] = true;
+  }
+  j["read"] = f.read;
+  j["written"] = f.written;
+  j["existed"] = f.existed;
+  j["opened_by"] = f.opened_by;
+  j["size"] = f.size;
+  j["mtime_ns"] = f.mtime_ns;
+  if (f.changed_while_running) {
+    j["changed_while_running"] = true;
+  }
+  if (f.stat_only) {
+    j["stat_only"] = true;
+  }
+  if (f.hashed) {
+    j["content"] = content_json(f.content);
+  }
+  if (f.folder && !f.listing_sha256.empty()) {
+    j["listing_sha256"] = f.listing_sha256;
+    j["names"] = f.names;
+  }
+  if (f.code_copy >= 0) {
+    j["code_copy"] = f.code_copy;
+  }
+  if (!f.note.empty()) {
+    j["note"] = f.note;
+  }
+  return j.dump() + "\n";
+}
+
+InputFile input_from_json(const ojson& j) {
+  InputFile f;
+  f.path = j.value("path", "");
+  f.cls = j.value("class", "");
+  f.folder = j.value("folder", false);
+  f.read = j.value("read", false);
+  f.written = j.value("written", false);
+  f.existed = j.value("existed", true);
+  f.opened_by = j.value("opened_by", "");
+  f.size = j.value("size", uint64_t{0});
+  f.mtime_ns = j.value("mtime_ns", int64_t{0});
+  f.changed_while_running = j.value("changed_while_running", false);
+  f.stat_only = j.value("stat_only", false);
+  f.note = j.value("note", "");
+  f.code_copy = j.value("code_copy", -1L);
+  f.listing_sha256 = j.value("listing_sha256", "");
+  if (j.contains("names") && j["names"].is_array()) {
+    f.names = j["names"].get<std::vector<std::string>>();
+  }
+  if (j.contains("content") && j["content"].is_object()) {
+    const ojson& c = j["content"];
+    f.hashed = true;
+    f.content.size = c.value("size", uint64_t{0});
+    f.content.sha256 = c.value("sha256", "");
+    f.content.text = c.contains("lines");
+    f.content.lines = c.value("lines", 0L);
+    f.content.block_lines = c.value("block_lines", 0L);
+    f.content.block_bytes = c.value("block_bytes", uint64_t{0});
+    if (c.contains("blocks") && c["blocks"].is_array()) {
+      f.content.blocks = c["blocks"].get<std::vector<std::string>>();
+    }
+    f.content.tail_from = c.value("tail_from", 0L);
+    const std::string tail = c.value("tail", "");
+    for (size_t i = 0; i + 8 <= tail.size(); i += 8) {
+      f.content.tail.push_back(static_cast<uint32_t>(std::stoul(tail.substr(i, 8), nullptr, 16)));
+    }
+  }
+  return f;
+}
+
+ojson inputs_manifest(const InputsRecord& r) {
+  ojson files = ojson::array();
+  ojson folders = ojson::array();
+  long counts[4] = {0, 0, 0, 0}; // data, code, other, written
+  for (const auto& f : r.files) {
+    const int k = f.cls == "data" ? 0 : f.cls == "code" ? 1 : f.cls == "other" ? 2 : 3;
+    ++counts[k];
+    if (k >= 2) {
+      continue;
+    }
+    if (f.folder) {
+      folders.push_back({{"path", f.path}, {"entries", f.names.size()}, {"listing_sha256", f.listing_sha256}});
+      continue;
+    }
+    ojson e = {{"path", f.path}, {"class", f.cls}};
+    if (f.hashed) {
+      e["size"] = f.content.size;
+      e["sha256"] = f.content.sha256;
+    } else {
+      e["size"] = f.size;
+      e["missing"] = !f.existed;
+      if (!f.note.empty()) {
+        e["note"] = f.note;
+      }
+    }
+    files.push_back(std::move(e));
+  }
+  ojson unrecorded = ojson::array();
+  for (const auto& u : r.unrecorded) {
+    unrecorded.push_back({{"path", u.path}, {"reason", u.reason}});
+  }
+  ojson m = {{"recorded", "reprun.files/1"},
+             {"counts", {{"data", counts[0]}, {"code", counts[1]}, {"other", counts[2]}, {"written", counts[3]}}},
+             {"processes", r.processes}};
+  constexpr size_t k_listed = 200; // more go to inputs.jsonl only; the manifest keeps a digest of them
+  if (files.size() <= k_listed) {
+    m["files"] = files;
+  } else {
+    Sha256 sha;
+    for (const auto& f : files) {
+      sha.update_field("path", f["path"].get<std::string>());
+      sha.update_field("sha256", f.value("sha256", ""));
+    }
+    m["files_sha256"] = sha.hex_digest();
+  }
+  m["folders"] = folders;
+  m["unrecorded"] = unrecorded;
+  return m;
+}
+
+} // namespace reprun
