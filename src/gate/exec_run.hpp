@@ -1,6 +1,7 @@
 // One run of `reprun exec` (private to src/gate/): the plan every run of an exec shares, and the
 // making of one run directory from one process of the program, or from several (a run killed
-// after a step and resumed, exec_resume.cpp). exec.cpp runs the runs and compares them.
+// after a step and resumed, exec_resume.cpp). Running a process of the program is
+// exec_process.cpp's; exec.cpp runs the runs and compares them.
 #pragma once
 
 #include "reprun/core/process.hpp"
@@ -90,8 +91,11 @@ struct RunInProgress {
 
 RunInProgress begin_run(const ExecPlan& plan, int i, const std::string& dir, const ReplaySpec& replay);
 
-// Runs one process of the run to its end; `files` is where its per-process files go (the run's
-// own directory for process 0).
+// The program's arguments with {run_dir} replaced by the run's directory.
+std::vector<std::string> expand_run_dir(std::vector<std::string> args, const std::string& run_dir);
+
+// Runs one process of the run to its end (exec_process.cpp); `files` is where its per-process
+// files go (the run's own directory for process 0).
 ProcessResult run_program(const ExecPlan& plan, RunInProgress& r, const ProcessPlan& p, const RunDir& files,
                           const ReplaySpec& replay);
 
