@@ -33,14 +33,19 @@ std::vector<std::string> command_line(); // reprun's own argv, as recorded in ma
 // The arguments after the first "--" (the program of `reprun exec`).
 const std::vector<std::string>& args_after_dashes();
 bool stderr_is_terminal();
-// SIGINT and SIGTERM set the returned flag (the command stops cleanly, exit 130); a second signal
-// ends the process at once.
+// SIGINT, SIGTERM and SIGUSR1 set the returned flag (the command stops cleanly, exit 130); a second
+// signal ends the process groups of the programs it runs (core/process) and the process at once.
 const std::atomic<bool>* install_stop_handler();
+// "SIGINT", "SIGTERM", "SIGUSR1": the first stop signal received ("a signal" when none).
+const char* stop_signal_name();
 
 // check and exec: where the runs go, and the reports they write.
 struct WorkDir {
   WorkDir(const std::string& given, const std::string& prefix, bool keep); // given, or a new temporary one
   void discard_if_empty() const;                                // after an error
+  // After an interrupt: removes a temporary one (unless --keep), and says where the runs are or
+  // that they are gone.
+  std::string after_interrupt() const;
   std::string path;
   bool temporary = false;
   bool keep = false; // --keep: a temporary one stays, whatever the result
