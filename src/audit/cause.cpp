@@ -13,6 +13,32 @@ using ojson = nlohmann::ordered_json;
 
 bool is_effect(const MetaDelta& m) { return m.category == "outputs"; }
 
+bool ran_on_cuda(const ojson& manifest) {
+  auto any_cuda = [](const ojson& devices) {
+    if (!devices.is_object()) {
+      return false;
+    }
+    return std::any_of(devices.items().begin(), devices.items().end(),
+                       [](const auto& d) { return d.key().rfind("cuda", 0) == 0; });
+  };
+  if (!manifest.is_object() || !manifest.contains("framework") || !manifest["framework"].is_object()) {
+    return false;
+  }
+  const ojson& f = manifest["framework"];
+  if (f.contains("devices") && any_cuda(f["devices"])) {
+    return true;
+  }
+  if (f.contains("distributed") && f["distributed"].is_object() && f["distributed"].contains("devices") &&
+      f["distributed"]["devices"].is_object()) {
+    for (const auto& [rank, devices] : f["distributed"]["devices"].items()) {
+      if (any_cuda(devices)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 namespace {
 
 // A manifest value by path ("/config/determinism/reduction"), as text; "" when absent.
@@ -326,8 +352,9 @@ private:
     if (run_kind(m_r.a.manifest) == "exec" || run_kind(m_r.b.manifest) == "exec") {
       add(4.5, "thread-dependent or non-deterministic code in the program: same inputs and environment, different "
                "numbers",
-          "make the framework deterministic (torch.use_deterministic_algorithms(True), "
-          "CUBLAS_WORKSPACE_CONFIG=:4096:8), seed every generator, and fix the thread counts",
+          fmt::format("make the framework deterministic (torch.use_deterministic_algorithms(True){}), seed every "
+                      "generator, and fix the thread counts",
+                      cuda_workspace()),
           true);
     } else {
       add(4.5, fmt::format("thread-dependent code: same data, config and build{}, different numbers, with the "
@@ -400,6 +427,11 @@ private:
     }
   }
 
+  // cuBLAS's workspace setting, for a program that ran on CUDA only (a CPU job has no cuBLAS).
+  std::string cuda_workspace() const {
+    return ran_on_cuda(m_r.a.manifest) || ran_on_cuda(m_r.b.manifest) ? ", CUBLAS_WORKSPACE_CONFIG=:4096:8" : "";
+  }
+
   bool has_material_cause() const {
     return m_r.dataset.counted() || std::any_of(m_r.meta.begin(), m_r.meta.end(), [](const MetaDelta& m) {
              return m.kind == MetaDelta::Kind::material && !is_effect(m);
@@ -437,8 +469,9 @@ private:
     default:
       add(11, "non-deterministic computation: the same recorded inputs give different numbers (an atomic "
               "reduction or thread-dependent code)",
-          exec ? "make the framework deterministic (torch.use_deterministic_algorithms(True), "
-                 "CUBLAS_WORKSPACE_CONFIG=:4096:8) and fix the thread counts"
+          exec ? fmt::format("make the framework deterministic (torch.use_deterministic_algorithms(True){}) and fix "
+                             "the thread counts",
+                             cuda_workspace())
                : "set determinism.reduction: ordered, and run with --threads 1 to confirm",
           true);
       break;
