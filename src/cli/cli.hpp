@@ -59,8 +59,9 @@ void add_report_options(CLI::App& sub, std::string& format, ReportFiles& files);
 void check_report_paths(const std::vector<std::string>& paths);
 // -o WORK_DIR and --keep, for the commands that launch runs.
 void add_work_options(CLI::App& sub, std::string& work, bool& keep);
-// Prints and writes the reports, removes a temporary work directory when all runs agree (else
-// says where they are); returns the exit code (0 identical, 1 different).
+// Prints and writes the reports, removes a temporary work directory when all runs agree or (exec)
+// a run was ended at its time limit (else says where they are); returns the exit code (0
+// identical, 1 different, 2 when a run failed: CheckResult::error).
 int finish_runs(CheckResult r, const std::string& format, const ReportFiles& files, const WorkDir& work);
 // After an error (exit 2): writes the error into the --junit, --markdown and --html files and
 // $GITHUB_STEP_SUMMARY, so that a CI view shows it; a report that cannot be written is skipped

@@ -6,11 +6,15 @@
 
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
+#include "reprun/core/process.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <fmt/format.h>
+#include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -158,16 +162,83 @@ ProcessResult run_program(const ExecPlan& plan, RunInProgress& r, const ProcessP
   spec.stderr_path = r.run.file(RunFile::stderr_log);
   spec.append = p.append_output;
   spec.tee_fd = plan.opt.quiet ? -1 : 2;
+  // The program and every process it starts (a launcher's ranks, DataLoader workers, torch's
+  // resource tracker) in a group of their own: a terminal's Ctrl-C reaches reprun alone, and reprun
+  // ends the whole group however the program ends (a stop, the time limit, or a launcher that exits
+  // before its workers), so that nothing of it outlives reprun.
+  spec.own_process_group = true;
+  spec.die_with_parent = true;
+  spec.stop = plan.opt.stop;
+  spec.stop_signal = SIGTERM;
+  spec.grace_seconds = 3;
+  spec.time_limit_seconds = plan.opt.time_limit;
+  std::atomic<int> pgid{0};
+  spec.on_time_limit = [&] { r.still_running = still_running(files, pgid.load()); };
   std::atomic<bool> kill{false};
   std::optional<LogWatch> watch;
   if (p.kill_when_log_reaches > 0) {
-    spec.stop = &kill;
-    spec.stop_signal = SIGKILL;
+    spec.kill = &kill;
     watch.emplace(plan, plan.loss_re ? spec.stdout_path : files.file(RunFile::steps), p.kill_when_log_reaches, kill);
   }
+  spec.on_start = [&](int pid) { pgid.store(pid); };
   ProcessResult pr = run_process(spec);
   watch.reset();
   return pr;
+}
+
+void stop_if_interrupted(const ExecPlan& plan, const RunInProgress& r, const ProcessResult& pr) {
+  if (!pr.stopped && !(plan.opt.stop && plan.opt.stop->load())) {
+    return;
+  }
+  throw Error(fmt::format("{} was running ({}); it was ended with every process it started", r.label, plan.command),
+              ExitCode::interrupted);
+}
+
+std::string still_running(const RunDir& files, int pgid) {
+  if (pgid <= 0) {
+    return "";
+  }
+  // Which rank each process is: the one that holds the rank's automatic step log open.
+  std::map<std::string, int> logs = {{files.file(RunFile::capture_steps), 0}};
+  for (int rank : files.ranks()) {
+    logs[files.rank(rank).file(RunFile::capture_steps)] = rank;
+  }
+  std::map<int, int> ranks; // rank -> pid
+  int others = 0;
+  for (int pid : process_group_members(pgid)) {
+    int rank = -1;
+    for (const auto& f : open_files(pid)) {
+      if (auto it = logs.find(f); it != logs.end()) {
+        rank = it->second;
+      }
+    }
+    if (rank >= 0) {
+      ranks[rank] = pid;
+    } else {
+      ++others;
+    }
+  }
+  auto last_step_of = [](const std::string& path) {
+    long last = -1;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      last = std::max(last, line_step(line));
+    }
+    return last;
+  };
+  const bool ranked = !files.ranks().empty() || ranks.size() > 1;
+  std::string out;
+  for (const auto& [rank, pid] : ranks) {
+    const std::string path = rank == 0 ? files.file(RunFile::capture_steps) : files.rank(rank).file(RunFile::capture_steps);
+    const long step = last_step_of(path);
+    const std::string after = step > 0 ? fmt::format("after step {}", step) : "before its first step";
+    out += (out.empty() ? "" : ", ") + (ranked ? fmt::format("rank {} ({})", rank, after) : "the program (" + after + ")");
+  }
+  if (others > 0) {
+    out += fmt::format("{}{} {}process{}{}", out.empty() ? "" : " and ", others, ranks.empty() ? "" : "other ",
+                       others == 1 ? "" : "es", ranked ? " (no rank: a launcher, workers, helpers)" : "");
+  }
+  return out;
 }
 
 std::string failure_block(const std::string& label, const ProcessResult& pr, const RunDir& files) {
@@ -178,14 +249,34 @@ std::string failure_block(const std::string& label, const ProcessResult& pr, con
     shown = files.file(RunFile::stdout_log);
     tail = tail_lines(shown, k_tail);
   }
-  std::string block = tail.empty()
-                          ? fmt::format("{} failed ({}); it wrote nothing to stderr or stdout", label, pr.describe())
-                          : fmt::format("{} failed ({}); the last lines of {}:", label, pr.describe(), shown);
+  const std::string what = pr.timed_out ? fmt::format("ran past the time limit and was ended ({})", pr.describe())
+                                        : fmt::format("failed ({})", pr.describe());
+  std::string block = tail.empty() ? fmt::format("{} {}; it wrote nothing to stderr or stdout", label, what)
+                                   : fmt::format("{} {}; the last lines of {}:", label, what, shown);
   std::istringstream in(tail);
   for (std::string l; std::getline(in, l);) {
     block += "\n  | " + l;
   }
   return block;
+}
+
+std::string duration_text(double seconds) {
+  const long s = std::lround(seconds);
+  if (static_cast<double>(s) != seconds) {
+    return fmt::format("{:g}s", seconds);
+  }
+  return s % 3600 == 0 ? fmt::format("{}h", s / 3600) : s % 60 == 0 ? fmt::format("{}m", s / 60) : fmt::format("{}s", s);
+}
+
+double parse_time_limit(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  const std::string unit = end ? std::string(end) : "";
+  const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : 0;
+  if (text.empty() || end == text.c_str() || scale == 0 || !(v > 0) || v * scale > 1e9) {
+    throw Error("--time-limit " + text, "expected a duration such as 90, 90s, 20m or 2h (greater than 0)");
+  }
+  return v * scale;
 }
 
 } // namespace reprun

@@ -504,7 +504,11 @@ CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult&
                   {"artifacts", artifacts}};
   run.write_manifest(m);
   RunSummary summary;
-  summary.status = pr.exit_code == 0 ? "complete" : "failed: " + pr.describe();
+  summary.status = pr.stopped     ? "interrupted"
+                   : pr.timed_out ? fmt::format("failed: ran past the time limit ({}) and was ended",
+                                                duration_text(plan.opt.time_limit))
+                   : pr.exit_code == 0 ? "complete"
+                                       : "failed: " + pr.describe();
   summary.exit_code = pr.exit_code;
   summary.steps = log.records;
   summary.train_loss = log.last_loss;
@@ -519,10 +523,22 @@ CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult&
   run.write_summary(summary);
   r.res.exit_code = pr.exit_code;
   r.res.status = summary.status;
-  if (pr.exit_code != 0 && plan.opt.on_failure) {
-    plan.opt.on_failure(failure_block(r.label, pr, run));
+  if (pr.stopped) {
+    return r.res; // interrupted: not a failure of the program (stop_if_interrupted says what it was)
   }
-  if (pr.exit_code != 0) {
+  if (pr.timed_out || pr.exit_code != 0) {
+    r.res.failure = failure_block(r.label, pr, run);
+    r.res.timed_out = pr.timed_out;
+    if (plan.opt.on_failure) {
+      plan.opt.on_failure(r.res.failure);
+    }
+  }
+  if (pr.timed_out) {
+    failures.push_back(fmt::format("{}: ran past the time limit ({}) and was ended with its process group; {}",
+                                   r.label, duration_text(plan.opt.time_limit),
+                                   r.still_running.empty() ? "nothing of it was running any more"
+                                                           : "still running then: " + r.still_running));
+  } else if (pr.exit_code != 0) {
     failures.push_back(fmt::format("{}: the program failed ({}); its output is in {}", r.label, pr.describe(),
                                    run.file(RunFile::stderr_log)));
   }
@@ -547,7 +563,9 @@ CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vect
       plan.opt.on_note(n);
     }
   }
-  return finish_run(plan, r, pr, log, framework, failures, ranks);
+  CheckRun run = finish_run(plan, r, pr, log, framework, failures, ranks);
+  stop_if_interrupted(plan, r, pr);
+  return run;
 }
 
 long line_step(std::string_view line) {

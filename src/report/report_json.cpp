@@ -237,6 +237,11 @@ ojson check_to_json(const CheckResult& r) {
   if (!r.notes.empty()) {
     j["notes"] = r.notes;
   }
+  if (!r.error.empty()) {
+    // exec: a run failed (exit 2); the pairs compare what ran up to it.
+    j["error"] = r.error;
+    j["failure"] = r.failure;
+  }
   return j;
 }
 

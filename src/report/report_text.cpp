@@ -35,6 +35,18 @@ std::string side_line(const char* tag, const RunSide& s) {
   return fmt::format("  {}: {} ({}, {} records)\n", tag, s.label, status, s.lines);
 }
 
+// Every line of `text` with `prefix` before it.
+std::string indent(const std::string& text, const std::string& prefix) {
+  std::string out = prefix;
+  for (char c : text) {
+    out += c;
+    if (c == '\n') {
+      out += prefix;
+    }
+  }
+  return out;
+}
+
 std::string meta_value(const std::string& v) { return v.size() > 70 ? v.substr(0, 67) + "..." : v; }
 
 } // namespace
@@ -312,9 +324,14 @@ std::string render_check_text(const CheckResult& r, bool color) {
   std::string o;
   o += (r.identical ? st.green(st.bold(r.verdict)) : st.red(st.bold(r.verdict))) + "\n";
   o += fmt::format("  {}: {}\n  work dir: {}\n", r.kind == "exec" ? "program" : "config", r.config,
-                   r.work_dir_removed ? "removed (temporary, all runs agreed; --keep keeps it)" : r.work_dir);
+                   !r.work_dir_removed ? r.work_dir
+                   : r.timed_out       ? "removed (temporary, a run was ended at its time limit; --keep keeps it)"
+                                       : "removed (temporary, all runs agreed; --keep keeps it)");
   for (const auto& run : r.runs) {
     o += fmt::format("  run-{}: {} -> {}\n", run.index, run.variation.empty() ? "baseline" : run.variation, run.status);
+  }
+  if (!r.failure.empty()) {
+    o += indent(r.failure, "  ") + "\n";
   }
   for (const auto& n : r.notes) {
     o += "  note: " + n + "\n";
