@@ -326,6 +326,11 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   loc.effect_step = dv.step;
   loc.loss_differs_from = dv.loss_differs_from;
   loc.sentence = (ranked ? fmt::format("rank {}, ", rank) : "") + op_sentence(od, cause);
+  if (ranked) {
+    loc.rank = rank;
+    // No loss differs at the first differing step: the op trace, not the lowest rank, names the root.
+    set_root_rank(pair.diff, rank);
+  }
   loc.note = fmt::format("op trace{}: {} ops identical before it (replay attempt {} of {}){}",
                          ranked ? fmt::format(" of rank {}", rank) : "", od.ops_compared,
                          std::min(attempt, k_attempts), k_attempts, compile_note);

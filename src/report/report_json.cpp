@@ -225,6 +225,9 @@ ojson check_to_json(const CheckResult& r) {
                             {"note", l.note},
                             {"source", l.source.empty() ? ojson(nullptr) : ojson(l.source)},
                             {"repro", l.repro.empty() ? ojson(nullptr) : ojson(l.repro)}};
+      if (l.rank >= 0) {
+        pj["localization"]["rank"] = l.rank; // a data-parallel program: the rank of the origin
+      }
     } else {
       pj["localization"] = nullptr;
     }

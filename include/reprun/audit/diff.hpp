@@ -167,6 +167,13 @@ struct DiffResult {
 // or invalid input.
 DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptions& opt);
 
+// A data-parallel diff whose first differing step has no rank whose loss differs there (after an
+// all-reduce every rank's parameters differ, whichever rank caused it, so the root is the lowest
+// rank): the rank an op trace found is the root. Sets divergence.rank to `rank` and says it in the
+// verdict; returns false, changing nothing, when a loss names the root or `rank`'s log does not
+// part at that step.
+bool set_root_rank(DiffResult& r, int rank);
+
 // Manifest comparison alone (used by diff_runs; exposed for tests).
 std::vector<MetaDelta> diff_manifests(const nlohmann::ordered_json& a, const nlohmann::ordered_json& b,
                                       const DiffOptions& opt, DatasetDelta& dataset);
