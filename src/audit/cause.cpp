@@ -444,6 +444,17 @@ private:
       return;
     }
     const bool exec = run_kind(m_r.a.manifest) == "exec";
+    if (!m_d.found && m_r.steps_compared > 0) {
+      // The step records agree: the training is reproducible as far as it logged; what it printed or
+      // wrote is not.
+      add(11, fmt::format("the program's outputs differ though its {} step records and everything recorded about "
+                          "its inputs agree: something it prints or writes is not seeded{}",
+                          m_r.steps_compared,
+                          m_r.stdout_difference.empty() ? "" : " (stdout, " + m_r.stdout_difference + ")"),
+          "find what decides that output (a random draw such as a validation subset, the clock, the order of a set) "
+          "and seed or fix it");
+      return;
+    }
     if (!m_d.found) {
       add(11, "the program's outputs differ (exit code, stdout or artifacts) though nothing recorded about its inputs "
               "does: it is not deterministic",

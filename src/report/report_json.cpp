@@ -37,9 +37,13 @@ const char* kind_name(MetaDelta::Kind k) {
 }
 
 ojson side_json(const RunSide& s) {
-  return {{"path", s.label},   {"steps_file", s.steps_path}, {"run_directory", s.is_run_dir},
-          {"status", s.status.empty() ? ojson(nullptr) : ojson(s.status)},
-          {"records", s.lines}, {"last_step", s.last_step}};
+  ojson j = {{"path", s.label},   {"steps_file", s.steps_path}, {"run_directory", s.is_run_dir},
+             {"status", s.status.empty() ? ojson(nullptr) : ojson(s.status)},
+             {"records", s.lines}, {"last_step", s.last_step}};
+  if (s.ranks_read > 1) {
+    j["records_all_ranks"] = s.rank_records; // a data-parallel program: every rank's log ("records": rank 0's)
+  }
+  return j;
 }
 
 ojson files_json(const std::vector<DataFileDelta>& v) {

@@ -32,6 +32,9 @@ std::string bytes(uint64_t n) {
 
 std::string side_line(const char* tag, const RunSide& s) {
   std::string status = s.status.empty() ? "bare step log" : s.status;
+  if (s.ranks_read > 1) { // the records the body counts: every rank's
+    return fmt::format("  {}: {} ({}, {} records on {} ranks)\n", tag, s.label, status, s.rank_records, s.ranks_read);
+  }
   return fmt::format("  {}: {} ({}, {} records)\n", tag, s.label, status, s.lines);
 }
 

@@ -134,6 +134,10 @@ struct RunSide {
   // and the step log of each rank but 0, whose log is steps_path.
   int world_size = 0;
   std::map<int, std::string> rank_logs;
+  // ... and, once the ranks were compared, the complete records of every rank's log read (rank 0's
+  // included) and how many logs that is (0: not a comparison rank by rank).
+  long rank_records = 0;
+  int ranks_read = 0;
 };
 
 // A likely cause of a difference and the change that removes it (audit/cause.hpp).
@@ -160,6 +164,8 @@ struct DiffResult {
   std::vector<std::string> notes;
   std::vector<Diagnosis> diagnosis; // most likely cause first; empty when identical
   std::vector<RankResult> ranks;    // rank by rank, when both runs have more than one rank
+  // exec runs whose stdout differs: the first line that differs, "line 4: A `...`, B `...`" ("" otherwise)
+  std::string stdout_difference;
   long material_meta_count() const;
 };
 
