@@ -499,7 +499,7 @@ CheckResult run_exec(const ExecOptions& opt) {
                                     "by step");
         }
       },
-      fmt::format("{} runs of the program identical{}{}", runs, pinned.empty() ? "" : ", with " + pinned + " pinned",
+      fmt::format("{} runs of the program identical{}", runs,
                   any_step_log ? ""
                                : plan.opt.artifacts.empty()
                                    ? " (no step log; compared exit code and stdout)"
@@ -518,6 +518,7 @@ CheckResult run_exec(const ExecOptions& opt) {
     resume_verdict(res, resumed);
   }
   if (res.identical && res.error.empty() && !pinned.empty()) {
+    res.verdict += ", with " + pinned + " pinned"; // last: after what a resume held across too
     res.notes.push_back(fmt::format("the pins ({}) hide what a normal launch of the program varies, such as the "
                                     "order of a set of strings: reprun exec --no-pin runs it as it is launched "
                                     "normally",
