@@ -172,12 +172,18 @@ public:
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
 
-  // To the child, or to its whole group; never to a process we have reaped (its pid may be reused).
+  // To the child alone; never once we have reaped it (its pid may be reused).
+  void signal_child(int sig) const {
+    if (!m_reaped) {
+      ::kill(m_pid, sig);
+    }
+  }
+  // To the child's whole group (the child alone when it has none of its own).
   void signal(int sig) const {
     if (m_group) {
       ::kill(-m_pid, sig); // the group's id outlives its leader while a member lives, and is not reused
-    } else if (!m_reaped) {
-      ::kill(m_pid, sig);
+    } else {
+      signal_child(sig);
     }
   }
   // The child's own exit, without waiting; true once it is reaped.
@@ -240,7 +246,10 @@ void pump_output(const ProcessSpec& spec, Child& child, int pipe_out, int pipe_e
   const bool timers = spec.stop || spec.kill || spec.time_limit_seconds > 0 || spec.own_process_group;
   for (;;) {
     if (spec.stop && !stop_sent && spec.stop->load()) {
-      child.signal(spec.stop_signal);
+      // To the child alone, which may pass it on as it knows best (mpirun forwards SIGUSR1 to its
+      // ranks once; torchrun's agent stops its workers); what is left of its group once it has gone
+      // is ended at once, and after the grace all of it is killed.
+      child.signal_child(spec.stop_signal);
       stop_sent = true;
       result.stopped = true;
       if (spec.grace_seconds >= 0 && !ending) {

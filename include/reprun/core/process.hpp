@@ -24,26 +24,28 @@ struct ProcessSpec {
   std::string cwd;                                          // "" = ours
   bool die_with_parent = false;                             // SIGKILL the child when we die (PR_SET_PDEATHSIG)
   // A process group of its own (setpgid): a terminal's Ctrl-C reaches us, not it (we pass the stop
-  // on, once), every signal below goes to the whole group, and what is left of the group when the
-  // child ends (a launcher's workers, torch's resource tracker) is ended too: SIGTERM after
-  // `linger_seconds`, SIGKILL `grace_seconds` later. So no process of the group outlives the call
-  // (reprun becomes the subreaper of its orphans, and reaps them).
+  // on, once, to the child), `kill`, the time limit and the SIGKILL after the grace go to the whole
+  // group, and what is left of the group when the child ends (a launcher's workers, torch's
+  // resource tracker) is ended too: SIGTERM after `linger_seconds` (at once after a stop or the
+  // time limit), SIGKILL 3 s later. So no process of the group outlives the call (reprun becomes the
+  // subreaper of its orphans, and reaps them).
   bool own_process_group = false;
-  const std::atomic<bool>* stop = nullptr;                  // once set, the child gets stop_signal (our
-                                                            // SIGTERM reaches our children this way)
+  const std::atomic<bool>* stop = nullptr;                  // once set, the child (not its group) gets
+                                                            // stop_signal (our SIGTERM reaches our
+                                                            // children this way)
   int stop_signal = SIGTERM;                                // what `stop` sends (mpirun: SIGUSR1, which it
                                                             // forwards at once; its SIGTERM kills in 2 s)
   const std::atomic<bool>* kill = nullptr;                  // once set, the child (its group) gets SIGKILL
   double time_limit_seconds = 0;                            // > 0: past it, the child (its group) is ended:
-                                                            // SIGTERM, SIGKILL `grace_seconds` later
+                                                            // SIGTERM, SIGKILL 3 s later
   std::function<void()> on_time_limit;                      // called once when the limit passes, while the
                                                             // child still runs (to say what it was doing)
   std::function<void(int pid)> on_start;                    // called with the child's pid (its group's id
                                                             // in a group of its own) once it started
-  double grace_seconds = -1;                                // after `stop`: SIGKILL when the child still runs
-                                                            // this long after stop_signal (< 0: never, it
-                                                            // stops itself); the time limit and leftovers
-                                                            // of a group always get 3 s
+  double grace_seconds = -1;                                // after `stop`: SIGKILL (to the group) when the
+                                                            // child still runs this long after stop_signal
+                                                            // (< 0: never, it stops itself); the time limit
+                                                            // and leftovers of a group always get 3 s
   double linger_seconds = 5;                                // own_process_group: how long the group may
                                                             // outlive the child before it is ended
   // With tee_fd: what of the child's stderr reaches the tee, line by line. Called with each line
