@@ -3,8 +3,9 @@
 One JSON line per op (docs/run-format.md, "ops.jsonl"):
   {"i": 17, "step": 1, "phase": "forward", "op": "aten.addmm.default", "module": "net.0",
    "mtype": "Linear", "func": "MLP.forward", "where": "train.py:46", "device": "cpu",
-   "in": [fingerprints of the tensor inputs, fingerprinted before the op ran], "src": [for each
-   input, the index of the op that last wrote its storage, or -1], "args": crc of the other
+   "in": [fingerprints of the tensor inputs, fingerprinted before the op ran, then of each storage
+   the op adopts (aten.set_ with a storage: as the tensor it makes of it views it)], "src": [for each
+   input, the index of the op that last wrote its storage while that storage lived, or -1], "args": crc of the other
    arguments, "argv": those arguments as text when short (absent otherwise), "out": [fingerprints
    of the tensor outputs] or null for uninitialized memory}
 The phase is init (before the training starts, outside any loop: data sets, model init), forward, backward,
@@ -134,6 +135,16 @@ class OpTracer:
         # launcher, a DataLoader worker) names it only where no other process did.
         self.part = None
         self.uninit = set()  # ops whose outputs are uninitialized memory (see dispatch)
+        try:  # tells when a writer's storage is freed (torch 1.13 and 2.x)
+            from torch.multiprocessing.reductions import StorageWeakRef
+
+            self._weak_ref = StorageWeakRef
+        except Exception:
+            self._weak_ref = None
+        self._storage_types = tuple(c for c in (getattr(cap.torch, "UntypedStorage", None),
+                                                getattr(cap.torch, "TypedStorage", None),
+                                                getattr(getattr(cap.torch, "storage", None), "_StorageBase", None))
+                                    if isinstance(c, type))
 
     def start(self):
         import atexit
@@ -155,13 +166,35 @@ class OpTracer:
         self.mode.__enter__()
         atexit.register(lambda: self.end("exit", exit_process=False))
 
-    def _storage(self, t):
-        """The address of t's storage, or None (no plain storage: sparse, nested, FakeTensor, DTensor)."""
+    def _storage_object(self, t):
+        """t's storage, or None (no plain storage: sparse, nested, FakeTensor, DTensor)."""
         if type(t).__torch_dispatch__ is not self.torch.Tensor.__torch_dispatch__ or t.layout != self.torch.strided:
             return None
         try:
             get = getattr(t, "untyped_storage", None) or t.storage  # untyped_storage: torch >= 2.0
-            return get().data_ptr()
+            return get()
+        except Exception:
+            return None
+
+    @staticmethod
+    def _address(storage):
+        """A storage's address, or None: no storage, or an empty one (every empty storage is at 0)."""
+        try:
+            return (storage.data_ptr() or None) if storage is not None else None
+        except Exception:
+            return None
+
+    def _storage(self, t):
+        """The address of t's storage, or None (no plain storage, or an empty one)."""
+        return self._address(self._storage_object(t))
+
+    def _liveness(self, storage):
+        """A weak reference that tells when `storage` is freed (its address may then hold another
+        tensor's data, made outside the traced ops), or None when none can be made."""
+        if self._weak_ref is None:
+            return None
+        try:
+            return self._weak_ref(storage)
         except Exception:
             return None
 
@@ -173,13 +206,18 @@ class OpTracer:
             return None
 
     def _source(self, t, key, fp):
-        """The op that last wrote t's storage, or -1: none did (no storage: never written), or the
-        memory holds other values than that op left in the same view (it changed outside the traced
-        ops, or was freed and reused by a tensor made outside them, such as torch.from_numpy's)."""
+        """The op that last wrote t's storage, or -1: none did (no storage: never written), the
+        storage it wrote was freed since (the address now holds a storage made outside the traced
+        ops, such as torch.tensor's of a Python list or torch.from_numpy's: an older writer at the
+        same address is not its origin), or the memory holds other values than that op left in the
+        same view (it changed outside the traced ops)."""
         w = self.writer.get(key)
         if w is None:
             return -1
-        i, wrote, view = w
+        i, wrote, view, alive = w
+        if alive is not None and alive.expired():
+            del self.writer[key]
+            return -1
         if wrote is not None and view is not None and wrote != fp and view == self._view(t):
             return -1
         return i
@@ -245,10 +283,21 @@ class OpTracer:
             # An op that writes in place and returns nothing (torch 2.x's _foreach_*_ and _fused_adam(w)_,
             # the default optimizers' update) has what it wrote as its outputs.
             fout = None if uninit or name.startswith(("profiler.", "c10d.")) else cap.fp.many(tout or written)
+            # A storage the op adopts (aten.set_ with a storage: a DataLoader worker's shared memory, a
+            # tensor torch.load read) is an input: its bytes, as the tensor made of it views them, and
+            # the op that wrote them (-1: none did, they come from another process or a file).
+            adopted = [x for x in leaves if self._storage_types and isinstance(x, self._storage_types)]
+            if adopted and tout and fout:
+                for st in adopted:
+                    key = self._address(st)
+                    fin.append(fout[0])
+                    src.append(self._source(tout[0], key, fout[0]) if key is not None else -1)
             for k, t in enumerate(written):
-                key = self._storage(t)
+                st = self._storage_object(t)
+                key = self._address(st)
                 if key is not None:  # tensors without storage (FakeTensor, sparse) would share None
-                    self.writer[key] = (i, fout[k] if fout is not None and k < len(fout) else None, self._view(t))
+                    self.writer[key] = (i, fout[k] if fout is not None and k < len(fout) else None, self._view(t),
+                                        self._liveness(st))
             device = str((tin or tout)[0].device) if (tin or tout) else ""
             fn, where = self.lines.find(sys._getframe(1))
             phase = cap.phase

@@ -13,6 +13,32 @@ using ojson = nlohmann::ordered_json;
 
 bool is_effect(const MetaDelta& m) { return m.category == "outputs"; }
 
+bool ran_on_cuda(const ojson& manifest) {
+  auto any_cuda = [](const ojson& devices) {
+    if (!devices.is_object()) {
+      return false;
+    }
+    return std::any_of(devices.items().begin(), devices.items().end(),
+                       [](const auto& d) { return d.key().rfind("cuda", 0) == 0; });
+  };
+  if (!manifest.is_object() || !manifest.contains("framework") || !manifest["framework"].is_object()) {
+    return false;
+  }
+  const ojson& f = manifest["framework"];
+  if (f.contains("devices") && any_cuda(f["devices"])) {
+    return true;
+  }
+  if (f.contains("distributed") && f["distributed"].is_object() && f["distributed"].contains("devices") &&
+      f["distributed"]["devices"].is_object()) {
+    for (const auto& [rank, devices] : f["distributed"]["devices"].items()) {
+      if (any_cuda(devices)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 namespace {
 
 // The fix for a Python program that does not use torch: the generators it has.
@@ -399,8 +425,9 @@ private:
     if (run_kind(m_r.a.manifest) == "exec" || run_kind(m_r.b.manifest) == "exec") {
       add(4.5, "thread-dependent or non-deterministic code in the program: same inputs and environment, different "
                "numbers",
-          uses_torch() ? "make the framework deterministic (torch.use_deterministic_algorithms(True), "
-                         "CUBLAS_WORKSPACE_CONFIG=:4096:8), seed every generator, and fix the thread counts"
+          uses_torch() ? fmt::format("make the framework deterministic (torch.use_deterministic_algorithms(True){}), "
+                                     "seed every generator, and fix the thread counts",
+                                     cuda_workspace())
                        : std::string(k_seed_python) + "; and fix the thread counts of the libraries it calls",
           true);
     } else {
@@ -498,6 +525,11 @@ private:
     }
   }
 
+  // cuBLAS's workspace setting, for a program that ran on CUDA only (a CPU job has no cuBLAS).
+  std::string cuda_workspace() const {
+    return ran_on_cuda(m_r.a.manifest) || ran_on_cuda(m_r.b.manifest) ? ", CUBLAS_WORKSPACE_CONFIG=:4096:8" : "";
+  }
+
   bool has_material_cause() const {
     return m_r.dataset.counted() || std::any_of(m_r.meta.begin(), m_r.meta.end(), [](const MetaDelta& m) {
              return m.kind == MetaDelta::Kind::material && !is_effect(m);
@@ -510,6 +542,17 @@ private:
       return;
     }
     const bool exec = run_kind(m_r.a.manifest) == "exec";
+    if (!m_d.found && m_r.steps_compared > 0) {
+      // The step records agree: the training is reproducible as far as it logged; what it printed or
+      // wrote is not.
+      add(11, fmt::format("the program's outputs differ though its {} step records and everything recorded about "
+                          "its inputs agree: something it prints or writes is not seeded{}",
+                          m_r.steps_compared,
+                          m_r.stdout_difference.empty() ? "" : " (stdout, " + m_r.stdout_difference + ")"),
+          "find what decides that output (a random draw such as a validation subset, the clock, the order of a set) "
+          "and seed or fix it");
+      return;
+    }
     if (!m_d.found) {
       add(11, "the program's outputs differ (exit code, stdout or artifacts) though nothing recorded about its inputs "
               "does: it is not deterministic",
@@ -544,8 +587,9 @@ private:
       add(11, "non-deterministic computation: the same recorded inputs give different numbers (an atomic "
               "reduction or thread-dependent code)",
           !exec          ? "set determinism.reduction: ordered, and run with --threads 1 to confirm"
-          : uses_torch() ? "make the framework deterministic (torch.use_deterministic_algorithms(True), "
-                           "CUBLAS_WORKSPACE_CONFIG=:4096:8) and fix the thread counts"
+          : uses_torch() ? fmt::format("make the framework deterministic (torch.use_deterministic_algorithms(True){}) "
+                                       "and fix the thread counts",
+                                       cuda_workspace())
                          : std::string(k_seed_python) + "; and fix the thread counts of the libraries it calls",
           true);
       break;

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
 #include <optional>
 #include <sys/stat.h>
 
@@ -42,6 +43,32 @@ long DiffResult::material_meta_count() const {
 }
 
 namespace {
+
+// "line 4: A `validation subset [3, 1]`, B `validation subset [0, 7]`" for the first line where two
+// outputs differ ("line 4: B ends, A goes on with `...`" where one stops first); "" when they are
+// equal or unreadable. Long lines are cut.
+std::string first_stdout_difference(const std::string& path_a, const std::string& path_b) {
+  std::ifstream fa(path_a, std::ios::binary), fb(path_b, std::ios::binary);
+  if (!fa || !fb) {
+    return "";
+  }
+  auto shown = [](const std::string& l) { return "`" + (l.size() > 100 ? l.substr(0, 97) + "..." : l) + "`"; };
+  std::string la, lb;
+  for (long n = 1;; ++n) {
+    const bool ga = static_cast<bool>(std::getline(fa, la)), gb = static_cast<bool>(std::getline(fb, lb));
+    if (!ga && !gb) {
+      return "";
+    }
+    if (ga && gb && la == lb) {
+      continue;
+    }
+    if (!ga || !gb) {
+      return fmt::format("line {}: {} ends, {} goes on with {}", n, ga ? "B" : "A", ga ? "A" : "B", shown(ga ? la : lb));
+    }
+    return fmt::format("line {}: A {}, B {}", n, shown(la), shown(lb));
+  }
+}
+
 
 // The ranks a data-parallel exec recorded (the manifest's "ranks": world size and the list of rank
 // logs; never a glob of ranks/).
@@ -182,6 +209,9 @@ void compare_ranks(DiffResult& r, const DiffOptions& opt) {
   auto loss_differs = [](const Divergence& d) { return d.found && d.loss_differs_from == d.step; };
   r.ranks.push_back({0, r.divergence.found, r.divergence.step, r.divergence.kind, loss_differs(r.divergence),
                      r.steps_compared});
+  r.a.rank_records = r.a.lines;
+  r.b.rank_records = r.b.lines;
+  r.a.ranks_read = r.b.ranks_read = 1;
   std::vector<DiffResult> subs;
   for (int k = 1; k < r.a.world_size; ++k) {
     auto ia = r.a.rank_logs.find(k), ib = r.b.rank_logs.find(k);
@@ -201,8 +231,14 @@ void compare_ranks(DiffResult& r, const DiffOptions& opt) {
     StepLogReader ra(sub.a.steps_path, false), rb(sub.b.steps_path, true); // as diff_runs reads them
     walk_steps(sub, opt, ra, rb);
     for (const auto& n : sub.notes) {
-      r.notes.push_back(fmt::format("rank {}: {}", k, n));
+      if (std::find(r.notes.begin(), r.notes.end(), n) == r.notes.end()) { // rank 0's note holds for it too
+        r.notes.push_back(fmt::format("rank {}: {}", k, n));
+      }
     }
+    r.a.rank_records += sub.a.lines;
+    r.b.rank_records += sub.b.lines;
+    ++r.a.ranks_read;
+    ++r.b.ranks_read;
     r.ranks.push_back({k, sub.divergence.found, sub.divergence.step, sub.divergence.kind,
                        loss_differs(sub.divergence), sub.steps_compared});
     subs.push_back(std::move(sub));
@@ -302,6 +338,16 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
   }
   if (!r.divergence.found && r.a.is_run_dir && r.b.is_run_dir && r.a.status != r.b.status) {
     r.notes.push_back(fmt::format("statuses differ: A {}, B {}", r.a.status, r.b.status));
+  }
+  if (r.a.is_run_dir && r.b.is_run_dir &&
+      std::any_of(r.meta.begin(), r.meta.end(), [](const MetaDelta& m) {
+        return m.kind == MetaDelta::Kind::material && m.key == "outputs.stdout_sha256";
+      })) {
+    r.stdout_difference = first_stdout_difference(RunDir::open(a).file(RunFile::stdout_log),
+                                                  RunDir::open(b).file(RunFile::stdout_log));
+    if (!r.stdout_difference.empty()) {
+      r.notes.push_back("stdout differs first at " + r.stdout_difference);
+    }
   }
   set_verdict(r, opt, one_sided);
   r.diagnosis = diagnose(r);

@@ -126,4 +126,21 @@ void set_verdict(DiffResult& r, const DiffOptions& opt, bool one_sided) {
   }
 }
 
+bool set_root_rank(DiffResult& r, int rank) {
+  Divergence& d = r.divergence;
+  if (!d.found || r.ranks.empty() || d.rank == rank || d.kind == DivergenceKind::ended_early) {
+    return false;
+  }
+  const auto at_step = [&](const RankResult& rr) { return rr.found && rr.step == d.step; };
+  if (std::any_of(r.ranks.begin(), r.ranks.end(), [&](const RankResult& rr) { return at_step(rr) && rr.loss_differs; })) {
+    return false; // a loss names the root
+  }
+  if (std::none_of(r.ranks.begin(), r.ranks.end(), [&](const RankResult& rr) { return rr.rank == rank && at_step(rr); })) {
+    return false; // that rank's log does not part at the first differing step
+  }
+  d.rank = rank;
+  set_verdict(r, DiffOptions{}, false); // a found divergence's verdict depends on neither
+  return true;
+}
+
 } // namespace reprun

@@ -204,6 +204,10 @@ std::string thread_counts(const ojson& fa, const ojson& fb) {
 
 bool is_random_draw(const std::string& op) { return is_random_op(base_name(op)); }
 
+bool adopts_storage(const OpRecord& r) {
+  return base_name(r.op) == "set_" && r.op.find("source_Storage") != std::string::npos;
+}
+
 bool is_collective(const std::string& op) { return op.rfind("c10d.", 0) == 0; }
 
 std::optional<OpRecord> nth_collective(const std::string& path, long k) {
@@ -291,7 +295,14 @@ OpDivergence compare_op_traces(const std::string& path_a, const std::string& pat
       const size_t k = d.differing_inputs.front();
       const long src = k < d.a.src.size() ? d.a.src[k] : -1;
       bool compared = true;
-      if (src < 0) {
+      if (src < 0 && adopts_storage(d.a) && k + 1 == d.a.in.size()) {
+        // aten.set_ with a storage: the tensor's bytes are the storage's, written by no traced op.
+        d.adopted_storage = true;
+        d.input_origin = fmt::format("input {}, the storage {} adopts, was not made by a traced op: a DataLoader "
+                                     "worker's batch (its shared memory), a tensor torch.load read from a file, "
+                                     "or another process's memory",
+                                     k, short_op_name(d.a.op));
+      } else if (src < 0) {
         d.input_origin = fmt::format("input {} was not made by a traced op: it comes from Python or numpy "
                                      "(torch.tensor or torch.from_numpy of data that differs), a DataLoader "
                                      "worker, a file or another process",
@@ -321,6 +332,13 @@ OpDivergence compare_op_traces(const std::string& path_a, const std::string& pat
 OpCause op_cause(const OpDivergence& d, const ojson& framework_a, const ojson& framework_b,
                  const std::string& env_threads) {
   OpCause c;
+  if (d.kind == OpDivergence::Kind::inputs_differ && d.adopted_storage) {
+    c.reason = "the inputs of this op already differ, and no earlier op made the difference: " + d.input_origin;
+    c.fix = "make the data the same in every run: seed what DataLoader workers draw (a worker_init_fn that seeds "
+            "numpy and random from torch.initial_seed(), and a seeded generator= for the loader), and load the "
+            "same files in a fixed order (sorted(os.listdir(...)), not the directory's order)";
+    return c;
+  }
   if (d.kind == OpDivergence::Kind::inputs_differ) {
     c.reason = "the inputs of this op already differ, and no earlier op made the difference: " + d.input_origin;
     c.fix = "make the data the same in every run: seed the data order and augmentation (a torch.Generator "

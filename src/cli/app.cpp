@@ -3,6 +3,7 @@
 
 #include "reprun/meta/buildinfo.hpp"
 #include "reprun/core/error.hpp"
+#include "reprun/core/process.hpp"
 #include "reprun/train/exchange.hpp"
 
 #include <fmt/format.h>
@@ -43,12 +44,33 @@ bool stderr_is_terminal() { return ::isatty(2) == 1; }
 
 namespace {
 std::atomic<bool> g_stop{false};
+std::atomic<int> g_stop_signal{0};
 
 extern "C" void on_stop_signal(int sig) {
-  g_stop.store(true);
-  std::signal(sig, SIG_DFL); // a second signal ends the process at once
+  if (g_stop.exchange(true)) {
+    // A second signal ends the process at once, and first the process groups of the programs it
+    // runs (reprun exec's, check's trainings): nothing of theirs outlives it.
+    signal_process_groups(SIGKILL);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_stop_signal.store(sig);
 }
 } // namespace
+
+const char* stop_signal_name() {
+  switch (g_stop_signal.load()) {
+  case SIGINT:
+    return "SIGINT";
+  case SIGTERM:
+    return "SIGTERM";
+  case SIGUSR1:
+    return "SIGUSR1";
+  default:
+    return "a signal";
+  }
+}
 
 const std::atomic<bool>* install_stop_handler() {
   struct sigaction sa {};
@@ -114,6 +136,11 @@ int run_main(int argc, char** argv) {
     std::cerr << "reprun: error: " << e.what() << " (see 'reprun --help')\n";
     return static_cast<int>(ExitCode::input_error);
   } catch (const Error& e) {
+    if (e.code() == ExitCode::interrupted) {
+      // Not an error of the input: what was stopped, and what was kept.
+      std::cerr << "reprun: interrupted by " << stop_signal_name() << ": " << e.what() << "\n";
+      return static_cast<int>(e.code());
+    }
     // Before MPI starts, ranks other than 0 meet the same input errors as rank 0: said there once.
     if (launched_rank() <= 0 || mpi_started()) {
       std::cerr << "reprun: error: " << e.what() << "\n";

@@ -33,14 +33,19 @@ std::vector<std::string> command_line(); // reprun's own argv, as recorded in ma
 // The arguments after the first "--" (the program of `reprun exec`).
 const std::vector<std::string>& args_after_dashes();
 bool stderr_is_terminal();
-// SIGINT and SIGTERM set the returned flag (the command stops cleanly, exit 130); a second signal
-// ends the process at once.
+// SIGINT, SIGTERM and SIGUSR1 set the returned flag (the command stops cleanly, exit 130); a second
+// signal ends the process groups of the programs it runs (core/process) and the process at once.
 const std::atomic<bool>* install_stop_handler();
+// "SIGINT", "SIGTERM", "SIGUSR1": the first stop signal received ("a signal" when none).
+const char* stop_signal_name();
 
 // check and exec: where the runs go, and the reports they write.
 struct WorkDir {
   WorkDir(const std::string& given, const std::string& prefix, bool keep); // given, or a new temporary one
   void discard_if_empty() const;                                // after an error
+  // After an interrupt: removes a temporary one (unless --keep), and says where the runs are or
+  // that they are gone.
+  std::string after_interrupt() const;
   std::string path;
   bool temporary = false;
   bool keep = false; // --keep: a temporary one stays, whatever the result
@@ -54,8 +59,9 @@ void add_report_options(CLI::App& sub, std::string& format, ReportFiles& files);
 void check_report_paths(const std::vector<std::string>& paths);
 // -o WORK_DIR and --keep, for the commands that launch runs.
 void add_work_options(CLI::App& sub, std::string& work, bool& keep);
-// Prints and writes the reports, removes a temporary work directory when all runs agree (else
-// says where they are); returns the exit code (0 identical, 1 different).
+// Prints and writes the reports, removes a temporary work directory when all runs agree or (exec)
+// a run was ended at its time limit (else says where they are); returns the exit code (0
+// identical, 1 different, 2 when a run failed: CheckResult::error).
 int finish_runs(CheckResult r, const std::string& format, const ReportFiles& files, const WorkDir& work);
 // After an error (exit 2): writes the error into the --junit, --markdown and --html files and
 // $GITHUB_STEP_SUMMARY, so that a CI view shows it; a report that cannot be written is skipped

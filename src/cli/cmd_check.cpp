@@ -5,6 +5,7 @@
 #include "reprun/gate/check.hpp"
 #include "reprun/core/error.hpp"
 
+#include <fmt/format.h>
 #include <iostream>
 #include <memory>
 
@@ -40,10 +41,19 @@ int run(const CheckFlags& f) {
   if (!f.quiet) {
     opt.on_note = [](const std::string& s) { std::cerr << "reprun check: " << s << "\n"; };
   }
+  // SIGINT and SIGTERM stop the training that runs (it checkpoints), and the check ends interrupted.
+  opt.stop = install_stop_handler();
   CheckResult r;
   try {
     r = run_check(opt);
   } catch (const Error& e) {
+    if (e.code() == ExitCode::interrupted) {
+      // What was recorded stays in a work directory the user named (or --keep); a temporary one goes.
+      const std::string kept = work.after_interrupt();
+      const std::string what = fmt::format("{}; {}", e.what(), kept);
+      write_error_reports("check", f.config, "interrupted: " + what, f.files);
+      throw Error(what, ExitCode::interrupted);
+    }
     work.discard_if_empty(); // the error line names the failing run's log inside it otherwise
     write_error_reports("check", f.config, e.what(), f.files);
     throw;

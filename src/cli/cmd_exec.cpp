@@ -1,11 +1,13 @@
 // `reprun exec [-o WORK_DIR] [--keep] [--runs N] [--no-pin] [--pin NAME=VALUE]... [--vary env:NAME=V1,V2]...
-//  [--vary resume=N1,N2] [--resume-arg ARG]...
+//  [--vary resume=N1,N2] [--resume-arg ARG]... [--time-limit DURATION]
 //  [--artifact PATH]... [--loss-regex REGEX] [--format F] [--junit FILE] [--markdown FILE]
 //  [--html FILE] [--quiet] [--no-capture] [--no-localize] [--ignore-meta KEY]... -- PROGRAM ARGS...`
 #include "cli/cli.hpp"
 
 #include "reprun/core/error.hpp"
 #include "reprun/gate/exec.hpp"
+
+#include <fmt/format.h>
 
 #include <iostream>
 #include <memory>
@@ -21,13 +23,40 @@ struct ExecFlags {
   bool keep = false;
   bool no_pin = false;
   std::string format = "text";
+  std::string time_limit;
   ReportFiles files;
 };
 
+// The first word CLI11 left unparsed starts the program, unless it looks like an option: a
+// mistyped exec option (`--run 3`) is refused with the option it was likely meant to be, never run
+// as the program.
+void refuse_unknown_option(const CLI::App& app, const std::vector<std::string>& remaining) {
+  if (remaining.empty() || remaining.front().size() < 2 || remaining.front()[0] != '-') {
+    return;
+  }
+  const std::string word = remaining.front().substr(0, remaining.front().find('='));
+  std::vector<std::string> names;
+  for (const CLI::Option* o : app.get_options()) {
+    for (const auto& n : o->get_lnames()) {
+      names.push_back("--" + n);
+    }
+    for (const auto& n : o->get_snames()) {
+      names.push_back("-" + n);
+    }
+  }
+  throw Error(word, fmt::format("unknown option of reprun exec{}; the program and its arguments go after --, e.g. "
+                                "reprun exec --runs 3 -- python3 train.py",
+                                did_you_mean(word, names)));
+}
+
 int run(ExecFlags& f) {
+  ExecOptions& opt = f.opt;
+  refuse_unknown_option(*f.app, f.app->remaining());
   parse_report_format(f.format);
   check_report_paths({f.files.junit, f.files.markdown, f.files.html});
-  ExecOptions& opt = f.opt;
+  if (!f.time_limit.empty()) {
+    opt.time_limit = parse_time_limit(f.time_limit);
+  }
   for (const auto& extra : f.app->remaining()) { // program arguments when no "--" was given
     opt.argv.push_back(extra);
   }
@@ -44,14 +73,26 @@ int run(ExecFlags& f) {
   }
   // Even under --quiet: a crash must say why.
   opt.on_failure = [](const std::string& s) { std::cerr << "reprun exec: " << s << "\n"; };
+  // SIGINT and SIGTERM end the program with its whole process group; the exec ends interrupted.
+  opt.stop = install_stop_handler();
   CheckResult r;
   try {
     r = run_exec(opt);
-  } catch (const Error&) {
-    work.discard_if_empty();
-    throw;
+  } catch (const Error& e) {
+    if (e.code() != ExitCode::interrupted) {
+      work.discard_if_empty();
+      throw;
+    }
+    // What was recorded stays in a work directory the user named (or --keep); a temporary one goes.
+    const std::string kept = work.after_interrupt();
+    throw Error(fmt::format("{}; {}", e.what(), kept), ExitCode::interrupted);
   }
-  return finish_runs(r, f.format, f.files, work);
+  const int code = finish_runs(r, f.format, f.files, work);
+  if (!r.error.empty()) {
+    // A run failed: the report on stdout compared what ran up to it; the error is the exit status.
+    throw Error(r.error);
+  }
+  return code;
 }
 } // namespace
 
@@ -77,6 +118,9 @@ Action add_exec(CLI::App& sub) {
                "framework facts or op trace)");
   sub.add_flag("--no-localize", [f](int64_t) { f->opt.localize = false; },
                "Do not replay differing PyTorch runs with an op trace to name the operation where they part");
+  sub.add_option("--time-limit", f->time_limit,
+                 "End a run (its program with every process it started) that runs longer than DURATION: 90, 90s, "
+                 "20m, 2h; the exec then fails (exit 2) naming the ranks still running and their last steps");
   sub.add_option("--env-allow", f->opt.env_allow, "Also record environment variables matching PATTERN (glob)");
   sub.add_flag("--no-inputs", [f](int64_t) { f->opt.record_inputs = false; },
                "Do not record the files the program's processes open (no preload library, no audit hook)");

@@ -36,10 +36,20 @@ void WorkDir::discard_if_empty() const {
   }
 }
 
+std::string WorkDir::after_interrupt() const {
+  if (temporary && !keep) {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    return "the temporary work directory was removed (-o WORK_DIR or --keep keeps it)";
+  }
+  return "what was recorded is in " + path;
+}
+
 int finish_runs(CheckResult r, const std::string& format_name, const ReportFiles& files, const WorkDir& work) {
   ReportFormat format = parse_report_format(format_name);
-  // Decided before the reports are written, so that none names a folder that is gone.
-  r.work_dir_removed = work.temporary && !work.keep && r.identical;
+  // Decided before the reports are written, so that none names a folder that is gone. An exec run
+  // ended at its time limit left partial runs: the temporary folder goes too (--keep keeps it).
+  r.work_dir_removed = work.temporary && !work.keep && (r.identical || r.timed_out);
   std::cout << render_check(r, format, format == ReportFormat::text && want_color());
   if (!files.junit.empty()) {
     write_file_atomic(files.junit, render_check(r, ReportFormat::junit, false));
@@ -59,7 +69,7 @@ int finish_runs(CheckResult r, const std::string& format_name, const ReportFiles
   } else if (work.temporary) {
     std::cerr << "reprun " << r.kind << ": runs kept in " << work.path << "\n";
   }
-  return r.identical ? 0 : 1;
+  return !r.error.empty() ? static_cast<int>(ExitCode::input_error) : r.identical ? 0 : 1;
 }
 
 void write_error_reports(const std::string& kind, const std::string& subject, const std::string& error,

@@ -4,8 +4,13 @@
 
 #include "reprun/core/error.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <dirent.h>
+#include <filesystem>
+#include <fstream>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -120,20 +125,191 @@ void write_all(int fd, const char* p, size_t n) {
   ::_exit(127);
 }
 
+// The children run_process is running in a group of their own, for signal_process_groups (a
+// signal handler): a slot holds the group's id, 0 when free.
+constexpr int k_group_slots = 64;
+std::atomic<int> g_groups[k_group_slots];
+
+struct GroupSlot {
+  int index = -1;
+  explicit GroupSlot(int pgid) {
+    for (int i = 0; i < k_group_slots; ++i) {
+      int free = 0;
+      if (g_groups[i].compare_exchange_strong(free, pgid)) {
+        index = i;
+        return;
+      }
+    }
+  }
+  ~GroupSlot() {
+    if (index >= 0) {
+      g_groups[index].store(0);
+    }
+  }
+  GroupSlot(const GroupSlot&) = delete;
+  GroupSlot& operator=(const GroupSlot&) = delete;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The child and, in a group of its own, the rest of its group: signals, reaping, and the ending of
+// the group once the child is gone. Every process it started is reaped before it is destroyed.
+class Child {
+public:
+  Child(pid_t pid, bool group) : m_pid(pid), m_group(group) {}
+  ~Child() {
+    // An exception on the way out (a write error in the tee): nothing of the child may outlive us.
+    if (!m_reaped || (m_group && group_alive())) {
+      signal(SIGKILL);
+      while (!m_reaped && ::waitpid(m_pid, &m_status, 0) < 0 && errno == EINTR) {
+      }
+      m_reaped = true;
+      reap_group();
+    }
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  // To the child alone; never once we have reaped it (its pid may be reused).
+  void signal_child(int sig) const {
+    if (!m_reaped) {
+      ::kill(m_pid, sig);
+    }
+  }
+  // To the child's whole group (the child alone when it has none of its own).
+  void signal(int sig) const {
+    if (m_group) {
+      ::kill(-m_pid, sig); // the group's id outlives its leader while a member lives, and is not reused
+    } else {
+      signal_child(sig);
+    }
+  }
+  // The child's own exit, without waiting; true once it is reaped.
+  bool poll_exit() {
+    if (!m_reaped && ::waitpid(m_pid, &m_status, WNOHANG) == m_pid) {
+      m_reaped = true;
+      m_reaped_at = Clock::now();
+    }
+    return m_reaped;
+  }
+  void wait_exit() {
+    while (!m_reaped) {
+      if (::waitpid(m_pid, &m_status, 0) == m_pid) {
+        m_reaped = true;
+        m_reaped_at = Clock::now();
+      } else if (errno != EINTR) {
+        m_reaped = true;
+      }
+    }
+  }
+  // A member of the group is still there (the group is empty once every member is reaped).
+  bool group_alive() const { return m_group && ::kill(-m_pid, 0) == 0; }
+  // Reaps the members of the group that became our children (we are their subreaper).
+  void reap_group() const {
+    if (!m_group) {
+      return;
+    }
+    int st = 0;
+    while (::waitpid(-m_pid, &st, WNOHANG) > 0) {
+    }
+  }
+  bool reaped() const { return m_reaped; }
+  int pid() const { return m_pid; }
+  Clock::time_point reaped_at() const { return m_reaped_at; }
+  int status() const { return m_status; }
+
+private:
+  pid_t m_pid;
+  bool m_group;
+  bool m_reaped = false;
+  int m_status = 0;
+  Clock::time_point m_reaped_at;
+};
+
 // Copies the child's stdout and stderr pipes to their files (and the tee, and the capture) until
-// both close.
-void pump_output(const ProcessSpec& spec, pid_t pid, int pipe_out, int pipe_err, int out_fd, int err_fd) {
+// both close and the child (in a group of its own: the whole group) is gone, sending the signals
+// that `stop`, `kill` and the time limit ask for on the way.
+void pump_output(const ProcessSpec& spec, Child& child, int pipe_out, int pipe_err, int out_fd, int err_fd,
+                 ProcessResult& result) {
+  constexpr double k_end_grace = 3.0; // SIGTERM to SIGKILL, for the time limit and a group's leftovers
   struct pollfd fds[2] = {{pipe_out, POLLIN, 0}, {pipe_err, POLLIN, 0}};
   int open_count = 2;
   char buf[65536];
-  bool stop_sent = false;
+  bool stop_sent = false, kill_sent = false, killed = false;
+  std::optional<Clock::time_point> ending;   // when SIGTERM went to end the child or its group
+  double grace = k_end_grace;                // how long after `ending` SIGKILL follows
+  std::optional<Clock::time_point> all_gone; // the child and its group are gone (pipes may still be open)
+  const auto start = Clock::now();
   std::string err_line; // stderr not yet ended by a newline (tee_stderr_filter)
-  while (open_count > 0) {
+  const bool timers = spec.stop || spec.kill || spec.time_limit_seconds > 0 || spec.own_process_group;
+  for (;;) {
     if (spec.stop && !stop_sent && spec.stop->load()) {
-      ::kill(pid, spec.stop_signal);
+      // To the child alone, which may pass it on as it knows best (mpirun forwards SIGUSR1 to its
+      // ranks once; torchrun's agent stops its workers); what is left of its group once it has gone
+      // is ended at once, and after the grace all of it is killed.
+      child.signal_child(spec.stop_signal);
       stop_sent = true;
+      result.stopped = true;
+      if (spec.grace_seconds >= 0 && !ending) {
+        ending = Clock::now();
+        grace = spec.grace_seconds;
+      }
     }
-    int r = ::poll(fds, 2, spec.stop && !stop_sent ? 200 : -1);
+    if (spec.kill && !kill_sent && spec.kill->load()) {
+      child.signal(SIGKILL);
+      kill_sent = true;
+    }
+    if (spec.time_limit_seconds > 0 && !result.timed_out && !child.reaped() &&
+        seconds_since(start) >= spec.time_limit_seconds) {
+      result.timed_out = true;
+      if (spec.on_time_limit) {
+        spec.on_time_limit();
+      }
+      child.signal(SIGTERM);
+      ending = Clock::now();
+      grace = k_end_grace;
+    }
+    const bool was_reaped = child.reaped();
+    if (child.poll_exit() && !was_reaped && spec.own_process_group && child.group_alive()) {
+      // The child is gone but not all of its group: counted now, ended after the linger (at once
+      // when the child was ended by a stop or the time limit).
+      result.left_over = static_cast<int>(process_group_members(child.pid()).size());
+    }
+    child.reap_group();
+    if (child.reaped() && spec.own_process_group && !ending && child.group_alive() &&
+        (stop_sent || result.timed_out || seconds_since(child.reaped_at()) >= spec.linger_seconds)) {
+      child.signal(SIGTERM);
+      ending = Clock::now();
+      grace = k_end_grace;
+    }
+    if (ending && !killed && seconds_since(*ending) >= grace) {
+      child.signal(SIGKILL);
+      killed = true;
+    }
+    const bool gone = child.reaped() && !child.group_alive();
+    if (gone && !all_gone) {
+      all_gone = Clock::now();
+    }
+    if (gone && open_count == 0) {
+      break;
+    }
+    // In a group of its own, a process outside the group (one that left it with setsid) may hold
+    // the pipes open: once the group is gone, its output is read for a second more, not waited for.
+    if (gone && spec.own_process_group && seconds_since(*all_gone) >= 1.0) {
+      break;
+    }
+    const int timeout = open_count == 0 || timers ? 100 : -1;
+    if (open_count == 0) {
+      if (!timers) {
+        child.wait_exit(); // as before: the pipes closed, the child is exiting
+        continue;
+      }
+      ::poll(nullptr, 0, timeout);
+      continue;
+    }
+    int r = ::poll(fds, 2, timeout);
     if (r < 0) {
       if (errno == EINTR) {
         continue;
@@ -168,6 +344,12 @@ void pump_output(const ProcessSpec& spec, pid_t pid, int pipe_out, int pipe_err,
       }
     }
   }
+  for (auto& f : fds) {
+    if (f.fd >= 0) {
+      ::close(f.fd);
+    }
+  }
+  child.wait_exit();
   if (spec.tee_stderr_filter) {
     std::string rest = err_line.empty() ? "" : spec.tee_stderr_filter(err_line);
     rest += spec.tee_stderr_filter("");
@@ -201,6 +383,11 @@ ProcessResult run_process(const ProcessSpec& spec) {
     args.push_back(const_cast<char*>(a.c_str()));
   }
   args.push_back(nullptr);
+  if (spec.own_process_group) {
+    // The group's processes whose parent dies (a launcher killed first) become our children, not
+    // init's: we reap them, and the group's id stays valid until the last of them is reaped.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
@@ -210,15 +397,33 @@ ProcessResult run_process(const ProcessSpec& spec) {
   if (pid == 0) {
     exec_child(spec, exe, args.data(), spec.env ? envp.data() : nullptr, p_out[1], p_err[1], p_exec[1], parent);
   }
+  if (spec.own_process_group) {
+    ::setpgid(pid, pid); // the child does the same: whichever runs first, a signal finds the group
+  }
+  std::optional<GroupSlot> slot;
+  if (spec.own_process_group) {
+    slot.emplace(pid);
+  }
+  if (spec.on_start) {
+    spec.on_start(pid);
+  }
   ::close(p_out[1]);
   ::close(p_err[1]);
   ::close(p_exec[1]);
   int exec_errno = 0;
   ssize_t got = ::read(p_exec[0], &exec_errno, sizeof(exec_errno));
   ::close(p_exec[0]);
-  pump_output(spec, pid, p_out[0], p_err[0], out_fd, err_fd);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  ProcessResult r;
+  {
+    Child child(pid, spec.own_process_group);
+    pump_output(spec, child, p_out[0], p_err[0], out_fd, err_fd, r);
+    const int status = child.status();
+    if (WIFSIGNALED(status)) {
+      r.signal = WTERMSIG(status);
+      r.exit_code = 128 + r.signal;
+    } else {
+      r.exit_code = WEXITSTATUS(status);
+    }
   }
   if (out_fd >= 0) {
     ::close(out_fd);
@@ -229,15 +434,63 @@ ProcessResult run_process(const ProcessSpec& spec) {
   if (got == static_cast<ssize_t>(sizeof(exec_errno))) {
     throw Error(spec.argv[0], std::string("cannot execute: ") + std::strerror(exec_errno));
   }
-  ProcessResult r;
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (WIFSIGNALED(status)) {
-    r.signal = WTERMSIG(status);
-    r.exit_code = 128 + r.signal;
-  } else {
-    r.exit_code = WEXITSTATUS(status);
-  }
   return r;
+}
+
+std::vector<int> process_group_members(int pgid) {
+  std::vector<int> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) {
+    return out;
+  }
+  while (dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') {
+      continue;
+    }
+    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
+    std::string stat;
+    std::getline(in, stat);
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so from the last ')'.
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) {
+      continue;
+    }
+    char state = 0;
+    int ppid = 0, pgrp = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pgid &&
+        state != 'Z') {
+      out.push_back(static_cast<int>(pid));
+    }
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> open_files(int pid) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(fmt::format("/proc/{}/fd", pid), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const auto target = std::filesystem::read_symlink(it->path(), ec);
+    if (!ec) {
+      out.push_back(target.string());
+    }
+    ec.clear();
+  }
+  return out;
+}
+
+void signal_process_groups(int sig) noexcept {
+  for (auto& g : g_groups) {
+    const int pgid = g.load();
+    if (pgid > 0) {
+      ::kill(-pgid, sig);
+    }
+  }
 }
 
 } // namespace reprun

@@ -108,15 +108,35 @@ struct ChildResult {
   bool killed = false;
 };
 
-// Runs reprun itself with `args`, both output streams appended to `log`.
-ChildResult run_child(const std::string& exe, const std::vector<std::string>& args, const std::string& log) {
+// Runs reprun itself with `args`, both output streams appended to `log`, in a process group of its
+// own (a terminal's Ctrl-C reaches check alone). SIGINT or SIGTERM to check (`stop`) is passed on
+// as one SIGTERM, on which train checkpoints and stops; then this throws Error with
+// ExitCode::interrupted naming `label`.
+ChildResult run_child(const std::string& exe, const std::vector<std::string>& args, const std::string& log,
+                      const std::atomic<bool>* stop, const std::string& label) {
   ProcessSpec spec;
   spec.argv.push_back(exe);
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.stdout_path = log;
   spec.stderr_path = log;
   spec.append = true; // a resumed run adds to the log of its first process
+  spec.own_process_group = true;
+  spec.die_with_parent = true;
+  spec.stop = stop;
+  spec.stop_signal = SIGTERM;
   ProcessResult r = run_process(spec);
+  if (r.stopped || (stop && stop->load())) {
+    // Where the training stopped, from the run it wrote (-o RUN_DIR, or the run it resumed).
+    std::string where = r.describe();
+    for (size_t k = 0; k + 1 < args.size(); ++k) {
+      if ((args[k] == "-o" || args[k] == "--resume") && RunDir::holds_run(args[k + 1])) {
+        const ojson summary = RunDir::open(args[k + 1]).read_summary();
+        where = fmt::format("it stopped after step {} with status {}", summary.value("steps", 0L),
+                            summary.value("status", "unknown"));
+      }
+    }
+    throw Error(fmt::format("{} was running (reprun {}): {}", label, args.front(), where), ExitCode::interrupted);
+  }
   return {r.exit_code, r.signal != 0};
 }
 
@@ -163,6 +183,7 @@ struct CheckPlan {
   const Dim* resume = nullptr;
   std::vector<long> resume_from; // per resume value: the checkpoint a run killed after it continues from
   std::vector<std::string> sets;
+  const std::atomic<bool>* stop = nullptr; // SIGINT/SIGTERM to check: the running training stops, check ends
 
   std::vector<std::string> thread_args(int run) const {
     if (!threads) {
@@ -243,7 +264,7 @@ CheckRun train_run(const CheckPlan& plan, int i, const std::string& dir,
   join();
   const std::string log = run.dir + ".log";
   note(fmt::format("run-{}: training{}", i, run.variation.empty() ? "" : " (" + run.variation + ")"));
-  ChildResult c = run_child(plan.exe, args, log);
+  ChildResult c = run_child(plan.exe, args, log, plan.stop, fmt::format("run-{}", i));
   if (kill_at > 0) {
     const std::string flag = fmt::format("--vary resume={}", kill_at);
     if (!c.killed) {
@@ -261,7 +282,7 @@ CheckRun train_run(const CheckPlan& plan, int i, const std::string& dir,
     std::vector<std::string> rargs = {"train", "--resume", run.dir};
     rargs.insert(rargs.end(), targs.begin(), targs.end());
     rargs.insert(rargs.end(), rargs_ranks.begin(), rargs_ranks.end());
-    c = run_child(plan.exe, rargs, log);
+    c = run_child(plan.exe, rargs, log, plan.stop, fmt::format("the resume of run-{}", i));
     fail_if_broken(c, fmt::format("run-{}", i), log, "the resume");
     const ojson resumes = RunDir::open(run.dir).read_manifest().value("resumes", ojson::array());
     run.resumed_from = resumes.empty() ? -1 : resumes.back().value("from_step", -1L);
@@ -431,7 +452,7 @@ void replay_run(const CheckPlan& plan, const CheckRun& run, const std::string& r
   const auto targs = plan.thread_args(run.index);
   args.insert(args.end(), targs.begin(), targs.end());
   const std::string log = replay + ".log";
-  ChildResult c = run_child(plan.exe, args, log);
+  ChildResult c = run_child(plan.exe, args, log, plan.stop, fmt::format("the replay of run-{}", run.index));
   if (c.exit_code != 0 && c.exit_code != 1) {
     throw Error(replay, fmt::format("replay failed (exit {}): {}", c.exit_code, last_line(log)));
   }
@@ -510,7 +531,7 @@ CheckResult run_search_check(const CheckOptions& opt, const std::vector<Dim>& di
     }
     const std::string log = run.dir + ".log";
     note(fmt::format("run-{}: searching{}", i, run.variation.empty() ? "" : " (" + run.variation + ")"));
-    ChildResult c = run_child(exe, args, log);
+    ChildResult c = run_child(exe, args, log, opt.stop, fmt::format("run-{}", i));
     if (c.exit_code != 0) {
       const std::string why = last_line(log);
       throw Error(fmt::format("run-{}", i), fmt::format("the search failed (exit {}): {} (log: {})", c.exit_code,
@@ -592,6 +613,7 @@ CheckResult run_check(const CheckOptions& opt) {
   plan.exe = opt.self_exe.empty() ? fs::read_symlink("/proc/self/exe").string() : opt.self_exe;
   plan.config = fs::absolute(opt.config).string();
   plan.sets = opt.sets;
+  plan.stop = opt.stop;
 
   CheckResult res;
   res.config = opt.config;

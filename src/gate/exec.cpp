@@ -5,6 +5,7 @@
 
 #include "gate/exec_resume.hpp"
 #include "gate/exec_run.hpp"
+#include "reprun/audit/cause.hpp"
 #include "reprun/audit/diff.hpp"
 #include "reprun/audit/optrace.hpp"
 #include "reprun/audit/resume.hpp"
@@ -73,6 +74,52 @@ long first_differing_record(const std::string& replay, const std::string& origin
     }
   }
   return -1;
+}
+
+// "PYTHONHASHSEED=0": the default pins exec set (not kept from the environment) that can change
+// what this program computes: PYTHONHASHSEED for a Python program, CUBLAS_WORKSPACE_CONFIG for one
+// that ran on CUDA. "" with --no-pin.
+std::string effective_pins(const ExecPlan& plan, const CheckResult& res) {
+  if (!plan.opt.pin || res.runs.empty()) {
+    return "";
+  }
+  const ojson manifest = RunDir::open(res.runs.front().dir).read_manifest();
+  std::string out;
+  for (const auto& [name, value] : default_pins()) {
+    const bool applies = (name == "PYTHONHASHSEED" && !plan.interpreter.is_null()) ||
+                         (name == "CUBLAS_WORKSPACE_CONFIG" && ran_on_cuda(manifest));
+    if (applies && !plan.base_env.count(name)) {
+      out += (out.empty() ? "" : ", ") + name + "=" + value;
+    }
+  }
+  return out;
+}
+
+// The verdict of an exec whose last run failed: how, after which step, and what the comparison
+// with run-1 up to the failure found (its pair's report follows).
+void failure_verdict(CheckResult& res) {
+  res.identical = false;
+  const CheckRun& failed = res.runs.back();
+  const std::string status = failed.status.rfind("failed: ", 0) == 0 ? failed.status.substr(8) : failed.status;
+  const std::string how = failed.timed_out ? status : "failed (" + status + ")";
+  const long steps = RunDir::open(failed.dir).read_summary().value("steps", 0L);
+  std::string compared = "nothing to compare it with";
+  if (!res.pairs.empty()) {
+    const DiffResult& d = res.pairs.back().diff;
+    if (d.steps_compared == 0) {
+      compared = "it logged no step record to compare with run-1's";
+    } else if (!d.divergence.found || d.divergence.kind == DivergenceKind::ended_early) {
+      compared = fmt::format("up to its failure its {} step records are identical to run-1's", d.steps_compared);
+    } else {
+      compared = fmt::format("before its failure it parts from run-1 at step {}{} ({})", d.divergence.step,
+                             d.ranks.empty() ? "" : fmt::format(" on rank {}", d.divergence.rank),
+                             d.divergence.classification());
+    }
+  }
+  const std::string when = failed.timed_out ? (steps > 0 ? fmt::format(" (its last step: {})", steps) : " (before its first step)")
+                           : steps > 0      ? fmt::format(" after step {}", steps)
+                                            : " before its first step";
+  res.verdict = fmt::format("ERROR: run-{} {}{}; {}", failed.index, how, when, compared);
 }
 
 bool compiled(const ojson& framework) {
@@ -212,6 +259,9 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
         exec_run(plan, run_b->index, dir_b, failures, any_log, spec);
       }
     } catch (const Error& e) { // a replay that was not killed or did not resume: the runs' own verdict stands
+      if (e.code() == ExitCode::interrupted) {
+        throw;
+      }
       failures.push_back(e.what());
     }
     if (!failures.empty()) {
@@ -325,6 +375,11 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   loc.effect_step = dv.step;
   loc.loss_differs_from = dv.loss_differs_from;
   loc.sentence = (ranked ? fmt::format("rank {}, ", rank) : "") + op_sentence(od, cause);
+  if (ranked) {
+    loc.rank = rank;
+    // No loss differs at the first differing step: the op trace, not the lowest rank, names the root.
+    set_root_rank(pair.diff, rank);
+  }
   loc.note = fmt::format("op trace{}: {} ops identical before it (replay attempt {} of {}){}",
                          ranked ? fmt::format(" of rank {}", rank) : "", od.ops_compared,
                          std::min(attempt, k_attempts), k_attempts, compile_note);
@@ -347,6 +402,9 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     try {
       exec_run(plan, run_a.index, (root / "save").string(), failures, any_log, save);
     } catch (const Error& e) {
+      if (e.code() == ExitCode::interrupted) {
+        throw;
+      }
       failures.push_back(e.what());
     }
     std::error_code ec;
@@ -428,8 +486,9 @@ CheckResult run_exec(const ExecOptions& opt) {
       res.runs.push_back(exec_run(plan, i, dir, failures, any_step_log, {}, p));
       events.push_back({i, run_events(RunDir::open(res.runs.back().dir))});
     }
-    if (!failures.empty()) {
-      throw Error(failures.front());
+    const CheckRun& made = res.runs.back();
+    if (!failures.empty() && made.failure.empty()) {
+      throw Error(failures.front()); // a malformed step log: bad input, not a run to compare
     }
     // A run that read another run's checkpoint is an error of the setup, never a divergence.
     const SharingFindings sharing = check_sharing(events);
@@ -441,6 +500,19 @@ CheckResult run_exec(const ExecOptions& opt) {
         opt.on_note(n);
       }
       res.notes.push_back(n);
+    }
+    if (!made.failure.empty()) {
+      // The program failed, was killed or ran past the time limit: no more runs, but what ran is
+      // compared up to the failure, and the report says both (exit 2).
+      res.error = failures.front();
+      res.failure = made.failure;
+      res.timed_out = made.timed_out;
+      if (i < runs) {
+        res.notes.push_back(fmt::format("run-{} failed, so {} not started", i,
+                                        i + 1 == runs ? fmt::format("run-{} was", runs)
+                                                      : fmt::format("runs {} to {} were", i + 1, runs)));
+      }
+      break;
     }
   }
   refuse_untested(res, events);
@@ -456,6 +528,8 @@ CheckResult run_exec(const ExecOptions& opt) {
     // a script may read a variable of its own): varied on purpose too, never counted.
     dopt.varied.push_back("framework.determinism");
   }
+  // The pins that a normal launch of this program would not have: a PASS holds with them only.
+  const std::string pinned = effective_pins(plan, res);
   compare_runs(
       res, dopt,
       [&](CheckPair& pair) {
@@ -473,9 +547,10 @@ CheckResult run_exec(const ExecOptions& opt) {
                                     "hashing per process, so set and dict order of strings differ between runs");
         }
         auto rr = std::find_if(resumed.begin(), resumed.end(), [&](const ResumeRun& r) { return r.run.index == pair.run; });
+        const bool failed = !res.failure.empty() && pair.run == res.runs.back().index;
         if (rr != resumed.end()) {
           audit_resume_pair(plan, res, pair, *rr);
-        } else if (!pair.diff.identical) {
+        } else if (!pair.diff.identical && !failed) {
           pair.localization = localize_ops(plan, res, pair);
         }
         if (!any_step_log) {
@@ -502,6 +577,16 @@ CheckResult run_exec(const ExecOptions& opt) {
       });
   if (!resumed.empty()) {
     resume_verdict(res, resumed);
+  }
+  if (res.identical && res.error.empty() && !pinned.empty()) {
+    res.verdict += ", with " + pinned + " pinned"; // last: after what a resume held across too
+    res.notes.push_back(fmt::format("the pins ({}) hide what a normal launch of the program varies, such as the "
+                                    "order of a set of strings: reprun exec --no-pin runs it as it is launched "
+                                    "normally",
+                                    pinned));
+  }
+  if (!res.error.empty()) {
+    failure_verdict(res);
   }
   return res;
 }

@@ -153,6 +153,7 @@ ResumeRun exec_resumed_run(const ExecPlan& plan, int i, const std::string& dir, 
   kp.env["REPRUN_BOUNDARY_STEPS"] = std::to_string(kill_at); // its own states: the reference if run-1 differs
   kp.kill_when_log_reaches = plan.capture_dir.empty() ? kill_at : kill_at + 1;
   const ProcessResult pr1 = run_program(plan, r, kp, killed, ReplaySpec{});
+  stop_if_interrupted(plan, r, pr1);
   const StepLogFacts log1 = collect_step_log(plan, killed, killed.file(RunFile::steps));
   const ProcessEvents ev1 = read_events(killed.file(RunFile::events));
   refuse_shared(before, i, {ev1});
@@ -189,6 +190,7 @@ ResumeRun exec_resumed_run(const ExecPlan& plan, int i, const std::string& dir, 
     rp.env["REPRUN_RESUME_SAVES"] = killed.file(RunFile::events);
   }
   const ProcessResult pr2 = run_program(plan, r, rp, resumed, replay);
+  stop_if_interrupted(plan, r, pr2);
   const StepLogFacts log2 = collect_step_log(plan, resumed, resumed.file(RunFile::steps));
   const ProcessEvents ev2 = read_events(resumed.file(RunFile::events));
   refuse_shared(before, i, {ev1, ev2});

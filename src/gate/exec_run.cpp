@@ -13,13 +13,9 @@
 #include "reprun/train/backend.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
-#include <sstream>
-#include <thread>
 
 namespace reprun {
 
@@ -218,17 +214,6 @@ std::vector<Pin> child_environment(const ExecPlan& plan, int i, std::map<std::st
   return pins;
 }
 
-// The program's arguments with {run_dir} replaced by the run's directory.
-std::vector<std::string> expand_run_dir(std::vector<std::string> args, const std::string& run_dir) {
-  static const std::string k_token = "{run_dir}";
-  for (auto& a : args) {
-    for (size_t at = a.find(k_token); at != std::string::npos; at = a.find(k_token, at + run_dir.size())) {
-      a.replace(at, k_token.size(), run_dir);
-    }
-  }
-  return args;
-}
-
 // Copies the --artifact files into the run directory and hashes them. A path may hold {run_dir}
 // (each run's own final.pt): it is read where it expands to, and recorded as written, so that the
 // runs' records compare.
@@ -288,68 +273,6 @@ ojson exec_manifest(const ExecPlan& plan, const RunInProgress& r, const std::str
   }
   return m;
 }
-
-// Kills the process once its own step log (or its stdout through --loss-regex) shows `step`: a
-// program without reprun's capture, preempted after a step. Polls every 20 ms until `done`.
-class LogWatch {
-public:
-  LogWatch(const ExecPlan& plan, std::string path, long step, std::atomic<bool>& kill)
-      : m_plan(plan), m_path(std::move(path)), m_step(step), m_kill(kill) {
-    m_thread = std::thread([this] { watch(); });
-  }
-  ~LogWatch() {
-    m_done = true;
-    m_thread.join();
-  }
-  LogWatch(const LogWatch&) = delete;
-  LogWatch& operator=(const LogWatch&) = delete;
-
-private:
-  void watch() {
-    while (!m_done && !m_kill) {
-      if (last_step() >= m_step) {
-        m_kill = true;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-  long last_step() const {
-    std::string text;
-    try {
-      text = read_file(m_path);
-    } catch (const Error&) {
-      return -1;
-    }
-    long last = -1;
-    size_t pos = 0, count = 0;
-    while (pos < text.size()) {
-      const size_t nl = text.find('\n', pos);
-      if (nl == std::string::npos) {
-        break; // a line being written
-      }
-      const std::string line = text.substr(pos, nl - pos);
-      pos = nl + 1;
-      if (m_plan.loss_re) {
-        std::smatch m;
-        if (std::regex_search(line, m, *m_plan.loss_re) && m.size() >= 3) {
-          last = std::max(last, std::strtol(m[1].str().c_str(), nullptr, 10));
-        } else if (std::regex_search(line, m, *m_plan.loss_re)) {
-          last = static_cast<long>(++count);
-        }
-      } else {
-        last = std::max(last, line_step(line));
-      }
-    }
-    return last;
-  }
-  const ExecPlan& m_plan;
-  std::string m_path;
-  long m_step;
-  std::atomic<bool>& m_kill;
-  std::atomic<bool> m_done{false};
-  std::thread m_thread;
-};
 
 } // namespace
 
@@ -487,86 +410,6 @@ RunInProgress begin_run(const ExecPlan& plan, int i, const std::string& dir, con
   return r;
 }
 
-ProcessResult run_program(const ExecPlan& plan, RunInProgress& r, const ProcessPlan& p, const RunDir& files,
-                          const ReplaySpec& replay) {
-  std::map<std::string, std::string> env = r.env;
-  env["REPRUN_RUN_DIR"] = r.run.path();
-  env["REPRUN_STEP_LOG"] = files.file(RunFile::steps);
-  if (!plan.capture_dir.empty()) {
-    auto pp = env.find("PYTHONPATH");
-    env["PYTHONPATH"] = plan.capture_dir + (pp == env.end() || pp->second.empty() ? "" : ":" + pp->second);
-    env["REPRUN_CAPTURE"] = "1";
-    env["REPRUN_AUTO_STEP_LOG"] = files.file(RunFile::capture_steps);
-    env["REPRUN_FRAMEWORK_FILE"] = files.file(RunFile::framework_facts);
-    env["REPRUN_EVENTS"] = files.file(RunFile::events);
-    // The ranks of a data-parallel program but rank 0 keep their records in ranks/<r>/.
-    env["REPRUN_RANK_STEP_LOG"] = files.rank_file_template(RunFile::capture_steps);
-    env["REPRUN_RANK_FRAMEWORK_FILE"] = files.rank_file_template(RunFile::framework_facts);
-    if (replay.trace_steps > 0) {
-      env["REPRUN_OP_TRACE"] = files.file(RunFile::op_trace);
-      env["REPRUN_RANK_OP_TRACE"] = files.rank_file_template(RunFile::op_trace);
-      env["REPRUN_OP_TRACE_STEPS"] = std::to_string(replay.trace_steps);
-    }
-    if (replay.trace_from >= 0) {
-      env["REPRUN_OP_TRACE_FROM"] = std::to_string(replay.trace_from); // ops counted from the resume boundary
-    }
-    if (replay.compile_off) {
-      // Compiled code runs kernels no dispatch mode sees: the replay runs the program eagerly, and
-      // localize_ops checks that its numbers are the compiled runs' before it trusts what it finds.
-      env["TORCHDYNAMO_DISABLE"] = "1";
-    }
-    if (replay.save_index >= 0) {
-      env["REPRUN_OP_SAVE"] = std::to_string(replay.save_index);
-      env["REPRUN_OP_SAVE_DIR"] = replay.save_dir;
-      env["REPRUN_OP_FIX"] = replay.fix_kind;
-      env["REPRUN_OP_THREADS"] = replay.threads;
-    }
-    for (const auto& [k, v] : p.env) {
-      env[k] = v;
-    }
-  }
-  if (!replay.any()) { // a replay re-runs what was recorded: it records nothing more
-    add_recording_env(plan, files, env);
-  }
-  std::vector<std::string> argv = r.argv;
-  const auto extra = expand_run_dir(p.extra_args, r.run.path());
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  if (plan.opt.on_note) {
-    std::string what = replay.trace_steps > 0 ? fmt::format("replay of run-{} with an op trace up to step {}", r.res.index,
-                                                            replay.trace_steps)
-                       : replay.save_index >= 0 ? fmt::format("replay of run-{} to save the inputs of op {}",
-                                                              r.res.index, replay.save_index)
-                                                : fmt::format("run-{}", r.res.index);
-    if (p.number == 1) {
-      what += ", to be killed";
-    } else if (p.number > 1) {
-      what += ", resumed";
-    }
-    std::string command = plan.command;
-    for (const auto& a : p.extra_args) {
-      command += " " + a;
-    }
-    plan.opt.on_note(fmt::format("{}: {}{}", what, command, r.res.variation.empty() ? "" : " (" + r.res.variation + ")"));
-  }
-  ProcessSpec spec;
-  spec.argv = argv;
-  spec.env = env;
-  spec.stdout_path = r.run.file(RunFile::stdout_log);
-  spec.stderr_path = r.run.file(RunFile::stderr_log);
-  spec.append = p.append_output;
-  spec.tee_fd = plan.opt.quiet ? -1 : 2;
-  std::atomic<bool> kill{false};
-  std::optional<LogWatch> watch;
-  if (p.kill_when_log_reaches > 0) {
-    spec.stop = &kill;
-    spec.stop_signal = SIGKILL;
-    watch.emplace(plan, plan.loss_re ? spec.stdout_path : files.file(RunFile::steps), p.kill_when_log_reaches, kill);
-  }
-  ProcessResult pr = run_process(spec);
-  watch.reset();
-  return pr;
-}
-
 StepLogFacts collect_step_log(const ExecPlan& plan, const RunDir& files, const std::string& steps_path) {
   StepLogFacts f;
   const std::string own_path = files.file(RunFile::steps);
@@ -667,24 +510,6 @@ RankLogs collect_rank_logs(const RunDir& files, ojson& framework, std::vector<st
   return out;
 }
 
-std::string failure_block(const std::string& label, const ProcessResult& pr, const RunDir& files) {
-  constexpr size_t k_tail = 20;
-  std::string shown = files.file(RunFile::stderr_log);
-  std::string tail = tail_lines(shown, k_tail);
-  if (tail.empty()) {
-    shown = files.file(RunFile::stdout_log);
-    tail = tail_lines(shown, k_tail);
-  }
-  std::string block = tail.empty()
-                          ? fmt::format("{} failed ({}); it wrote nothing to stderr or stdout", label, pr.describe())
-                          : fmt::format("{} failed ({}); the last lines of {}:", label, pr.describe(), shown);
-  std::istringstream in(tail);
-  for (std::string l; std::getline(in, l);) {
-    block += "\n  | " + l;
-  }
-  return block;
-}
-
 CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult& pr, const StepLogFacts& log,
                     const ojson& framework, std::vector<std::string>& failures, const RankLogs& ranks) {
   const RunDir& run = r.run;
@@ -719,7 +544,11 @@ CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult&
                   {"artifacts", artifacts}};
   run.write_manifest(m);
   RunSummary summary;
-  summary.status = pr.exit_code == 0 ? "complete" : "failed: " + pr.describe();
+  summary.status = pr.stopped     ? "interrupted"
+                   : pr.timed_out ? fmt::format("failed: ran past the time limit ({}) and was ended",
+                                                duration_text(plan.opt.time_limit))
+                   : pr.exit_code == 0 ? "complete"
+                                       : "failed: " + pr.describe();
   summary.exit_code = pr.exit_code;
   summary.steps = log.records;
   summary.train_loss = log.last_loss;
@@ -735,10 +564,22 @@ CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult&
   run.write_summary(summary);
   r.res.exit_code = pr.exit_code;
   r.res.status = summary.status;
-  if (pr.exit_code != 0 && plan.opt.on_failure) {
-    plan.opt.on_failure(failure_block(r.label, pr, run));
+  if (pr.stopped) {
+    return r.res; // interrupted: not a failure of the program (stop_if_interrupted says what it was)
   }
-  if (pr.exit_code != 0) {
+  if (pr.timed_out || pr.exit_code != 0) {
+    r.res.failure = failure_block(r.label, pr, run);
+    r.res.timed_out = pr.timed_out;
+    if (plan.opt.on_failure) {
+      plan.opt.on_failure(r.res.failure);
+    }
+  }
+  if (pr.timed_out) {
+    failures.push_back(fmt::format("{}: ran past the time limit ({}) and was ended with its process group; {}",
+                                   r.label, duration_text(plan.opt.time_limit),
+                                   r.still_running.empty() ? "nothing of it was running any more"
+                                                           : "still running then: " + r.still_running));
+  } else if (pr.exit_code != 0) {
     failures.push_back(fmt::format("{}: the program failed ({}); its output is in {}", r.label, pr.describe(),
                                    run.file(RunFile::stderr_log)));
   } else {
@@ -774,7 +615,9 @@ CheckRun exec_run(const ExecPlan& plan, int i, const std::string& dir, std::vect
       plan.opt.on_note(n);
     }
   }
-  return finish_run(plan, r, pr, log, framework, failures, ranks);
+  CheckRun run = finish_run(plan, r, pr, log, framework, failures, ranks);
+  stop_if_interrupted(plan, r, pr);
+  return run;
 }
 
 long line_step(std::string_view line) {

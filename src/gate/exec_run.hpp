@@ -1,6 +1,7 @@
 // One run of `reprun exec` (private to src/gate/): the plan every run of an exec shares, and the
 // making of one run directory from one process of the program, or from several (a run killed
-// after a step and resumed, exec_resume.cpp). exec.cpp runs the runs and compares them.
+// after a step and resumed, exec_resume.cpp). Running a process of the program is
+// exec_process.cpp's; exec.cpp runs the runs and compares them.
 #pragma once
 
 #include "reprun/core/process.hpp"
@@ -94,14 +95,29 @@ struct RunInProgress {
   std::string created;
   std::vector<std::string> argv; // as run ({run_dir} expanded)
   bool replay = false;           // a replay (an op trace, an op's inputs): records no inputs
+  // Set when a process passed the time limit: what of the program was still running then, "rank 0
+  // (after step 4), rank 1 (after step 2) and 2 other processes".
+  std::string still_running;
 };
 
 RunInProgress begin_run(const ExecPlan& plan, int i, const std::string& dir, const ReplaySpec& replay);
 
-// Runs one process of the run to its end; `files` is where its per-process files go (the run's
-// own directory for process 0).
+// The program's arguments with {run_dir} replaced by the run's directory.
+std::vector<std::string> expand_run_dir(std::vector<std::string> args, const std::string& run_dir);
+
+// Runs one process of the run to its end (exec_process.cpp); `files` is where its per-process
+// files go (the run's own directory for process 0).
 ProcessResult run_program(const ExecPlan& plan, RunInProgress& r, const ProcessPlan& p, const RunDir& files,
                           const ReplaySpec& replay);
+
+// A process ended by SIGINT or SIGTERM to reprun (ExecOptions::stop): throws Error with
+// ExitCode::interrupted, saying what was running.
+void stop_if_interrupted(const ExecPlan& plan, const RunInProgress& r, const ProcessResult& pr);
+
+// What of the program still runs in process group `pgid`: the ranks (the processes that hold a
+// rank's automatic step log open, rank 0's being the run's own) with the last step each logged,
+// and the other processes; "" when none of them runs.
+std::string still_running(const RunDir& files, int pgid);
 
 // The step log one process left in `files`, moved or built into `steps_path`.
 StepLogFacts collect_step_log(const ExecPlan& plan, const RunDir& files, const std::string& steps_path);
@@ -141,8 +157,12 @@ std::string validate_step_log(const std::string& path, long& records, double& la
 // The step of a step-log line (a program may write {"step": 3, ...} with spaces), -1 when it has none.
 long line_step(std::string_view line);
 
-// "run-2 failed (exit status 1); the last lines of .../stderr.txt:\n  | ...": the block exec shows.
+// "run-2 failed (exit status 1); the last lines of .../stderr.txt:\n  | ...": the block exec shows
+// (for a process ended at the time limit, "run-2 ran past the time limit and was ended (...)").
 std::string failure_block(const std::string& label, const ProcessResult& pr, const RunDir& files);
+
+// "90s", "20m", "2h": a time limit as --time-limit takes it.
+std::string duration_text(double seconds);
 
 // The events every process of a run recorded (the run's own events.jsonl, or each process's).
 std::vector<ProcessEvents> run_events(const RunDir& run);

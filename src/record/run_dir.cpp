@@ -597,9 +597,10 @@ std::string RunDir::rank_file_template(RunFile f) const {
   return (fs::path(m_path) / k_rank_dir / "{rank}" / name(f)).string();
 }
 
-std::vector<int> RunDir::processes() const {
+namespace {
+// The numbered folders under `dir` (1, 2, ...), in number order; symbolic links are left out.
+std::vector<int> numbered_folders(const fs::path& dir) {
   std::vector<int> out;
-  const fs::path dir = fs::path(m_path) / k_process_dir;
   std::error_code ec;
   if (fs::is_symlink(fs::symlink_status(dir, ec)) || !fs::is_directory(dir, ec)) {
     return out;
@@ -615,6 +616,11 @@ std::vector<int> RunDir::processes() const {
   std::sort(out.begin(), out.end());
   return out;
 }
+} // namespace
+
+std::vector<int> RunDir::processes() const { return numbered_folders(fs::path(m_path) / k_process_dir); }
+
+std::vector<int> RunDir::ranks() const { return numbered_folders(fs::path(m_path) / k_rank_dir); }
 
 // ---- free functions -----------------------------------------------------------------------------
 

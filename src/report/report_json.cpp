@@ -37,9 +37,13 @@ const char* kind_name(MetaDelta::Kind k) {
 }
 
 ojson side_json(const RunSide& s) {
-  return {{"path", s.label},   {"steps_file", s.steps_path}, {"run_directory", s.is_run_dir},
-          {"status", s.status.empty() ? ojson(nullptr) : ojson(s.status)},
-          {"records", s.lines}, {"last_step", s.last_step}};
+  ojson j = {{"path", s.label},   {"steps_file", s.steps_path}, {"run_directory", s.is_run_dir},
+             {"status", s.status.empty() ? ojson(nullptr) : ojson(s.status)},
+             {"records", s.lines}, {"last_step", s.last_step}};
+  if (s.ranks_read > 1) {
+    j["records_all_ranks"] = s.rank_records; // a data-parallel program: every rank's log ("records": rank 0's)
+  }
+  return j;
 }
 
 ojson files_json(const std::vector<DataFileDelta>& v) {
@@ -231,6 +235,9 @@ ojson check_to_json(const CheckResult& r) {
                             {"note", l.note},
                             {"source", l.source.empty() ? ojson(nullptr) : ojson(l.source)},
                             {"repro", l.repro.empty() ? ojson(nullptr) : ojson(l.repro)}};
+      if (l.rank >= 0) {
+        pj["localization"]["rank"] = l.rank; // a data-parallel program: the rank of the origin
+      }
     } else {
       pj["localization"] = nullptr;
     }
@@ -242,6 +249,11 @@ ojson check_to_json(const CheckResult& r) {
   j["pairs"] = pairs;
   if (!r.notes.empty()) {
     j["notes"] = r.notes;
+  }
+  if (!r.error.empty()) {
+    // exec: a run failed (exit 2); the pairs compare what ran up to it.
+    j["error"] = r.error;
+    j["failure"] = r.failure;
   }
   return j;
 }

@@ -33,8 +33,25 @@ std::string bytes(uint64_t n) {
 
 std::string side_line(const char* tag, const RunSide& s) {
   std::string status = s.status.empty() ? "bare step log" : s.status;
+  if (s.ranks_read > 1) { // the records the body counts: every rank's
+    return fmt::format("  {}: {} ({}, {} records on {} ranks)\n", tag, s.label, status, s.rank_records, s.ranks_read);
+  }
   return fmt::format("  {}: {} ({}, {} records)\n", tag, s.label, status, s.lines);
 }
+
+// Every line of `text` with `prefix` before it.
+std::string indent(const std::string& text, const std::string& prefix) {
+  std::string out = prefix;
+  for (char c : text) {
+    out += c;
+    if (c == '\n') {
+      out += prefix;
+    }
+  }
+  return out;
+}
+
+std::string meta_value(const std::string& v) { return v.size() > 70 ? v.substr(0, 67) + "..." : v; }
 
 } // namespace
 
@@ -322,9 +339,14 @@ std::string render_check_text(const CheckResult& r, bool color) {
   std::string o;
   o += (r.identical ? st.green(st.bold(r.verdict)) : st.red(st.bold(r.verdict))) + "\n";
   o += fmt::format("  {}: {}\n  work dir: {}\n", r.kind == "exec" ? "program" : "config", r.config,
-                   r.work_dir_removed ? "removed (temporary, all runs agreed; --keep keeps it)" : r.work_dir);
+                   !r.work_dir_removed ? r.work_dir
+                   : r.timed_out       ? "removed (temporary, a run was ended at its time limit; --keep keeps it)"
+                                       : "removed (temporary, all runs agreed; --keep keeps it)");
   for (const auto& run : r.runs) {
     o += fmt::format("  run-{}: {} -> {}\n", run.index, run.variation.empty() ? "baseline" : run.variation, run.status);
+  }
+  if (!r.failure.empty()) {
+    o += indent(r.failure, "  ") + "\n";
   }
   for (const auto& n : r.notes) {
     o += "  note: " + n + "\n";

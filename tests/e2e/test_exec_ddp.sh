@@ -15,7 +15,11 @@
 #  (d) rank 1 alone draws unseeded numpy noise into its batch: localized to rank 1 and that line;
 #      and into a gradient (a hook): the losses agree, the all-reduce spreads it to every rank, and
 #      the search follows the collective's inputs to rank 1; ranks forked from the launcher too;
-#  (e) another world size: one counted difference (ranks.world_size), the logs not compared.
+#  (e) another world size: one counted difference (ranks.world_size), the logs not compared;
+#  (f) rank 1 adds an unseeded torch.rand to an all_reduce's input: no loss differs at step 1, and
+#      the rank the op trace finds (1) is the one the verdict, divergence.rank and every format name
+#      (issue 42 item 3); (d2) and (f) also: the header counts every rank's records as the body
+#      does, a note every rank gives is said once, and no CUDA fix for a CPU job (issue 42 item 7).
 source "$(dirname "$0")/lib.sh"
 PY=$(python_with torch) || skip "no python3 with torch (apt-get install python3-torch)"
 "$PY" -c "import numpy, torch.distributed as d; assert d.is_available()" 2>/dev/null || skip "torch without distributed"
@@ -60,6 +64,13 @@ def worker(rank, world):
             loss = torch.nn.functional.cross_entropy(model(xb), yb)
             opt.zero_grad()
             loss.backward()
+            if os.environ.get("RAND_RANK") is not None:
+                unseeded = torch.Generator()
+                unseeded.seed()
+                extra = torch.rand(1, generator=unseeded) if os.environ["RAND_RANK"] == str(rank) else torch.zeros(1)
+                dist.all_reduce(extra)
+                with torch.no_grad():
+                    model.module[0].bias.add_(extra * 0.01)
             opt.step()
     dist.destroy_process_group()
 
@@ -167,6 +178,41 @@ grep -q "by rank: rank 0: step 1; rank 1: step 1$" "$T/out" || fail "(d2) by ran
 grep -q "^FAIL: .*run-2: rank 1, step 1, backward, .*(ddp.py:$hook): aten.lift_fresh — its inputs already differ" "$T/out" ||
   fail "(d2) not followed to rank 1's hook: $(head -1 "$T/out")"
 grep -q "^FAIL: .*c10d" "$T/out" && fail "(d2) a collective blamed: $(head -1 "$T/out")"
+# The root is the rank the trace found, in the header too (it said rank 0); the header counts what
+# the body compares; rank 1's copy of rank 0's note is not repeated; no cuBLAS fix on the CPU.
+grep -q "^DIFFERENT: runs part at step 1 on rank 1 (computation)" "$T/out" || fail "(d2) header: $(cat "$T/out")"
+grep -q "^  step 1, rank 1 (line 1): computation" "$T/out" || fail "(d2) first divergence: $(cat "$T/out")"
+grep -q "^  A: .*run-1 (complete, 16 records on 2 ranks)$" "$T/out" || fail "(d2) records: $(cat "$T/out")"
+grep -q "CUBLAS_WORKSPACE_CONFIG" "$T/out" && fail "(d2) a cuBLAS fix for a CPU job: $(grep -n CUBLAS "$T/out")"
+# exec's own report leaves the built-in notes out; reprun diff of the same runs gives the step-0 note
+# of every rank's log, said once.
+run_rc "$REPRUN" diff "$T/gradnoise/run-1" "$T/gradnoise/run-2"
+[[ $(grep -c "no step-0 record" "$T/out") == 1 ]] || fail "(d2) a note repeated per rank: $(grep "step-0" "$T/out")"
+
+# (f) an unseeded draw into an all_reduce's input on rank 1: every format names rank 1.
+rand=$(line_of ddp.py 'extra = torch.rand(1, generator=unseeded)')
+run_rc "$REPRUN" exec -o "$T/rand" -q --pin PORT=$PORT --pin RAND_RANK=1 --format json --markdown "$T/rand.md" \
+  --html "$T/rand.html" --junit "$T/rand.xml" -- "$PY" ddp.py
+[[ $RC == 1 ]] || fail "(f) exit $RC: $(head -c 3000 "$T/out") $(cat "$T/err")"
+"$PY" - "$T/out" "ddp.py:$rand" <<'PYCHECK' || fail "(f) $(head -c 6000 "$T/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+pair = r["pairs"][0]
+loc, diff = pair["localization"], pair["diff"]
+assert loc["found"] and loc["rank"] == 1, loc
+assert loc["sentence"].startswith("rank 1, step 1, ") and "aten.rand" in loc["sentence"] and sys.argv[2] in loc["sentence"], loc
+assert diff["divergence"]["rank"] == 1, diff["divergence"]
+assert diff["verdict"].startswith("DIFFERENT: runs part at step 1 on rank 1 (computation)"), diff["verdict"]
+assert not any(x["loss_differs"] for x in diff["ranks"]), diff["ranks"]
+assert diff["a"]["records_all_ranks"] == 16 and diff["b"]["records_all_ranks"] == 16, diff["a"]
+assert not any("no step-0 record" in n for n in diff["notes"]), diff["notes"]  # exec leaves built-in notes out
+assert not any("CUBLAS" in d["fix"] for d in diff["diagnosis"]), diff["diagnosis"]
+PYCHECK
+for f in "$T/rand.md" "$T/rand.html"; do
+  grep -q "runs part at step 1 on rank 1 (computation)" "$f" || fail "(f) $f does not name rank 1: $(grep -o "on rank [0-9]" "$f")"
+  grep -q "on rank 0" "$f" && fail "(f) $f names rank 0: $(grep -o ".\{60\}on rank 0.\{20\}" "$f")"
+done
+grep -q "rank 1, step 1" "$T/rand.xml" || fail "(f) JUnit: $(cat "$T/rand.xml")"
 
 # The resume audit is for single-process programs: refused, not misreported.
 expect_error "--vary resume=3: run-1 is a data-parallel program \(2 ranks\)" \

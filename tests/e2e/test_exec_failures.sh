@@ -1,5 +1,7 @@
 # reprun exec with programs that crash, are killed, write garbage, are missing or not executable;
-# and the fallbacks: --loss-regex, and stdout/artifacts when there is no step log.
+# and the fallbacks: --loss-regex, and stdout/artifacts when there is no step log. A mistyped exec
+# option is refused, never run as the program, and a run that fails after others completed still
+# gets its report (issue 42 items 5, 6).
 source "$(dirname "$0")/lib.sh"
 expect_error 'nosuchprogram: not found in PATH' "$REPRUN" exec -q -- nosuchprogram
 printf '#!/bin/sh\necho hi\n' >"$T/noexec.sh"
@@ -59,4 +61,47 @@ grep -q 'cannot be localized by step' "$T/out" || fail "no-step-log note missing
 [[ -f "$T/art/run-2/artifacts/model.bin" ]] || fail "artifact not kept per run"
 expect_rc 0 "$REPRUN" exec -o "$T/plain" -q -- sh -c 'echo same'
 grep -q 'identical (no step log; compared exit code and stdout)' "$T/out" || fail "plain verdict: $(head -1 "$T/out")"
+# A mistyped exec option before the program (or before "--") is an unknown option with the one it
+# likely meant, never the program to run (it was "--run: not found in PATH").
+expect_error "^reprun: error: --run: unknown option of reprun exec \(did you mean '--runs'\?\); the program and its arguments go after --" \
+  "$REPRUN" exec --run 3 -- sh -c 'exit 0'
+expect_error "^reprun: error: --nolocalize: unknown option of reprun exec \(did you mean '--no-localize'\?\)" \
+  "$REPRUN" exec --nolocalize -- sh -c 'exit 0'
+expect_error "^reprun: error: --nolocalize: unknown option of reprun exec \(did you mean '--no-localize'\?\)" \
+  "$REPRUN" exec --nolocalize sh -c 'exit 0'
+expect_error "^reprun: error: --time-limit 2x: expected a duration such as 90, 90s, 20m or 2h" \
+  "$REPRUN" exec --time-limit 2x -- sh -c 'exit 0'
+
+# Only run-2 crashes, after 2 logged steps: the report still compares it with run-1 up to its
+# failure and shows the failure (there was nothing on stdout), and the exec exits 2.
+cat >"$T/crash2.sh" <<'SH'
+#!/bin/sh
+for s in 1 2 3 4; do
+  if [ "$s" = 3 ] && [ "$BUG" = crash ]; then echo "planted crash" >&2; exit 3; fi
+  echo "{\"step\":$s,\"loss\":0.5}" >>"$REPRUN_STEP_LOG"
+done
+SH
+chmod +x "$T/crash2.sh"
+expect_rc 2 "$REPRUN" exec -o "$T/partial" -q --runs 3 --vary env:BUG=,crash --markdown "$T/partial.md" -- "$T/crash2.sh"
+grep -q "^ERROR: run-2 failed (exit status 3) after step 2; up to its failure its 2 step records are identical to run-1's$" "$T/out" ||
+  fail "failing run: verdict: $(cat "$T/out")"
+grep -q "^  run-2: BUG=crash -> failed: exit status 3$" "$T/out" || fail "failing run: $(cat "$T/out")"
+grep -q "^  run-2 failed (exit status 3); the last lines of $T/partial/run-2/stderr.txt:$" "$T/out" ||
+  fail "failing run: no failure block: $(cat "$T/out")"
+grep -q "^    | planted crash$" "$T/out" || fail "failing run: stderr tail: $(cat "$T/out")"
+grep -q "^  note: run-2 failed, so run-3 was not started$" "$T/out" || fail "failing run: $(cat "$T/out")"
+grep -q "^== run-2 against run-1$" "$T/out" || fail "failing run: no comparison: $(cat "$T/out")"
+grep -q "^DIFFERENT: run ended early (B stops after 2 records, A has 4)" "$T/out" || fail "failing run: $(cat "$T/out")"
+tail -1 "$T/err" | grep -q "^reprun: error: run-2: the program failed (exit status 3)" || fail "failing run: $(cat "$T/err")"
+grep -q "ERROR: run-2 failed (exit status 3) after step 2" "$T/partial.md" || fail "failing run: markdown: $(cat "$T/partial.md")"
+[[ ! -e $T/partial/run-3 ]] || fail "failing run: run-3 was started"
+expect_rc 2 "$REPRUN" exec -o "$T/partial-json" -q --vary env:BUG=,crash --format json -- "$T/crash2.sh"
+python3 - "$T/out" <<'PY' || fail "failing run: JSON: $(cat "$T/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["verdict"].startswith("ERROR: run-2 failed (exit status 3) after step 2"), r["verdict"]
+assert r["error"].startswith("run-2: the program failed (exit status 3)"), r["error"]
+assert "planted crash" in r["failure"], r["failure"]
+assert r["pairs"][0]["diff"]["steps_compared"] == 2, r["pairs"][0]["diff"]
+PY
 pass

@@ -1,6 +1,9 @@
 # reprun exec's messages: a program without a step log is said to be compared by its outputs (exit
 # code, stdout, artifacts), never as "0 step records identical", in every report format and in
-# `reprun diff` of its runs; a failed program shows the end of its stderr even under -q.
+# `reprun diff` of its runs; a failed program shows the end of its stderr even under -q. Runs whose
+# step records agree but whose stdout differs name the first differing line, without advising a
+# step log they have; a PASS says which pins it held with, and that --no-pin shows what they hide
+# (issue 42 item 7).
 source "$(dirname "$0")/lib.sh"
 
 # --- No step log, identical runs: every format says what was compared.
@@ -71,4 +74,39 @@ grep -qF 'run-1 failed (killed by signal 9 (Killed)); the last lines of' "$T/err
 grep -qF '  | epoch 3 of 10' "$T/err" || fail "stdout fallback not shown: $(cat "$T/err")"
 expect_rc 2 "$REPRUN" exec -o "$T/silent" -q -- sh -c 'exit 4'
 grep -qF 'run-1 failed (exit status 4); it wrote nothing to stderr or stdout' "$T/err" || fail "silent: $(cat "$T/err")"
+# --- The step records agree, stdout does not (a validation subset drawn unseeded): the line is
+# named, and the cause does not ask for the step log the program writes.
+cat >"$T/subset.sh" <<'SH'
+#!/bin/sh
+for s in 1 2 3; do
+  echo "{\"step\":$s,\"loss\":0.$s}" >>"$REPRUN_STEP_LOG"
+  echo "step $s loss 0.$s"
+done
+echo "validation subset $(od -An -N8 -tu8 /dev/urandom | tr -d ' ')"
+echo done
+SH
+chmod +x "$T/subset.sh"
+expect_rc 1 "$REPRUN" exec -o "$T/subset" -q -- "$T/subset.sh"
+grep -q '^  stdout differs first at line 4: A `validation subset [0-9]*`, B `validation subset [0-9]*`$' "$T/out" ||
+  fail "the differing stdout line is not named: $(cat "$T/out")"
+grep -q "^  1. the program's outputs differ though its 3 step records and everything recorded about its inputs agree: something it prints or writes is not seeded (stdout, line 4" "$T/out" ||
+  fail "stdout cause: $(cat "$T/out")"
+grep -q "write a step log" "$T/out" && fail "a step log advised to a program that writes one: $(cat "$T/out")"
+
+# --- A PASS held with the pins says so: this script orders a set of strings, which PYTHONHASHSEED
+# (pinned to 0) fixes; launched normally (--no-pin) it is not reproducible.
+cat >"$T/setorder.py" <<'PY'
+import json, os
+words = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"}
+with open(os.environ["REPRUN_STEP_LOG"], "a") as log:
+    for step, w in enumerate(words, 1):
+        log.write(json.dumps({"step": step, "loss": len(w) / 10}) + "\n")
+PY
+env -u PYTHONHASHSEED "$REPRUN" exec -q -- python3 "$T/setorder.py" >"$T/out" 2>"$T/err"
+[[ $? == 0 ]] || fail "pinned: $(cat "$T/out") $(cat "$T/err")"
+grep -q '^PASS: 2 runs of the program identical, with PYTHONHASHSEED=0 pinned$' "$T/out" || fail "pinned: $(head -1 "$T/out")"
+grep -q '^  note: the pins (PYTHONHASHSEED=0) hide what a normal launch of the program varies, such as the order of a set of strings: reprun exec --no-pin runs it as it is launched normally$' "$T/out" ||
+  fail "pinned: no --no-pin hint: $(cat "$T/out")"
+env -u PYTHONHASHSEED "$REPRUN" exec -q --no-pin --runs 3 -- python3 "$T/setorder.py" >"$T/out" 2>"$T/err"
+[[ $? == 1 ]] || fail "--no-pin: the set's order did not differ: $(head -3 "$T/out") $(cat "$T/err")"
 pass

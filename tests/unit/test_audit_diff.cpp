@@ -780,3 +780,20 @@ TEST_CASE("diff of data-parallel runs: each rank against the same rank, the root
     CHECK_THROWS_WITH_AS(diff_runs(a, b, {}), doctest::Contains("ranks/2/steps.jsonl: damaged"), Error);
   }
 }
+
+TEST_CASE("diff: the rank an op trace localized becomes the root only when no loss names one") {
+  DiffResult r;
+  r.divergence.found = true;
+  r.divergence.step = 1;
+  r.divergence.kind = DivergenceKind::computation;
+  r.divergence.rank = 0;
+  r.ranks = {{0, true, 1, DivergenceKind::computation, false, 4}, {1, true, 1, DivergenceKind::computation, false, 4}};
+  CHECK(set_root_rank(r, 1));
+  CHECK(r.divergence.rank == 1);
+  CHECK(r.verdict == "DIFFERENT: runs part at step 1 on rank 1 (computation)");
+  CHECK_FALSE(set_root_rank(r, 2)); // no such rank parts there
+  r.divergence.rank = 0;
+  r.ranks[0].loss_differs = true; // rank 0's loss differs: the loss names the root
+  CHECK_FALSE(set_root_rank(r, 1));
+  CHECK(r.divergence.rank == 0);
+}

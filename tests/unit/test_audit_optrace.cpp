@@ -107,3 +107,33 @@ TEST_CASE("After a resume, zero_grad's ops are skipped; an optimizer op whose ar
                 "differ (-0.052 in A",
                 0) == 0);
 }
+
+namespace {
+
+// aten.set_ adopting a storage, as reprun_capture records it: the empty tensor it fills, then the
+// storage (its bytes as the new tensor views them, written by no traced op: src -1).
+std::string adopt(const std::string& bytes) {
+  return "{\"i\":0,\"step\":1,\"phase\":\"forward\",\"op\":\"aten.set_.source_Storage_storage_offset\",\"module\":\"\","
+         "\"mtype\":\"\",\"func\":\"f\",\"where\":\"t.py:5\",\"device\":\"cpu\",\"in\":[\"x0\",\"" +
+         bytes + "\"],\"src\":[-1,-1],\"args\":\"1\",\"out\":[\"" + bytes + "\"]}\n";
+}
+
+} // namespace
+
+TEST_CASE("A storage aten.set_ adopts that differs is an input not made by a traced op, never same inputs") {
+  testing::TempDir dir;
+  testing::write(dir / "a.jsonl", adopt("xa"));
+  testing::write(dir / "b.jsonl", adopt("xb"));
+  const OpDivergence d = compare_op_traces(dir / "a.jsonl", dir / "b.jsonl");
+  CHECK(d.kind == OpDivergence::Kind::inputs_differ);
+  CHECK(d.adopted_storage);
+  CHECK(d.differing_inputs == std::vector<size_t>{1});
+  const OpCause c = op_cause(d, nullptr, nullptr, "");
+  const std::string s = op_sentence(d, c);
+  CHECK(s.find("its inputs already differ") != std::string::npos);
+  CHECK(s.find("input 1, the storage aten.set_ adopts, was not made by a traced op") != std::string::npos);
+  CHECK(s.find("same inputs") == std::string::npos);
+  CHECK(c.fix.find("worker_init_fn") != std::string::npos);
+  CHECK(c.fix.find("sorted(os.listdir") != std::string::npos);
+  CHECK(c.fix.find("use_deterministic_algorithms") == std::string::npos);
+}

@@ -14,6 +14,10 @@ namespace reprun {
 // makes two runs differ, but it is an effect of the cause, never the cause.
 bool is_effect(const MetaDelta& m);
 
+// True when a run's manifest says the program's tensors lived on a CUDA device (framework.devices,
+// or any rank's under framework.distributed): what CUDA-only causes and fixes need.
+bool ran_on_cuda(const nlohmann::ordered_json& manifest);
+
 // Likely causes of a DIFFERENT result, most likely first; every different result gets at least
 // one, an identical one none. Diagnosis is declared in diff.hpp (DiffResult holds the list).
 std::vector<Diagnosis> diagnose(const DiffResult& r);

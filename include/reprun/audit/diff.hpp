@@ -147,6 +147,10 @@ struct RunSide {
   // and the step log of each rank but 0, whose log is steps_path.
   int world_size = 0;
   std::map<int, std::string> rank_logs;
+  // ... and, once the ranks were compared, the complete records of every rank's log read (rank 0's
+  // included) and how many logs that is (0: not a comparison rank by rank).
+  long rank_records = 0;
+  int ranks_read = 0;
 };
 
 // A likely cause of a difference and the change that removes it (audit/cause.hpp).
@@ -173,6 +177,8 @@ struct DiffResult {
   std::vector<std::string> notes;
   std::vector<Diagnosis> diagnosis; // most likely cause first; empty when identical
   std::vector<RankResult> ranks;    // rank by rank, when both runs have more than one rank
+  // exec runs whose stdout differs: the first line that differs, "line 4: A `...`, B `...`" ("" otherwise)
+  std::string stdout_difference;
   long material_meta_count() const;
 };
 
@@ -184,6 +190,12 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
 // training started, so the runs part in their initial state): the kind, the verdict's words and the
 // likely causes follow it.
 void reclassify_divergence(DiffResult& r, DivergenceKind kind);
+// A data-parallel diff whose first differing step has no rank whose loss differs there (after an
+// all-reduce every rank's parameters differ, whichever rank caused it, so the root is the lowest
+// rank): the rank an op trace found is the root. Sets divergence.rank to `rank` and says it in the
+// verdict; returns false, changing nothing, when a loss names the root or `rank`'s log does not
+// part at that step.
+bool set_root_rank(DiffResult& r, int rank);
 
 // Manifest comparison alone (used by diff_runs; exposed for tests).
 std::vector<MetaDelta> diff_manifests(const nlohmann::ordered_json& a, const nlohmann::ordered_json& b,

@@ -29,6 +29,7 @@ struct Localization {
   std::string note;
   std::string source; // exec: the source line of the origin op ("train.py:46")
   std::string repro;  // exec: repro.py, which reruns the origin op on its saved inputs ("" when none)
+  int rank = -1;      // exec of a data-parallel program: the rank whose op trace holds the origin
 };
 
 // "dense_3.weight.grad" -> layer "dense_3", tensor "weight gradient".

@@ -43,6 +43,9 @@ struct OpDivergence {
   long ops_compared = 0;
   std::vector<size_t> differing_inputs; // positions in `in`
   std::string input_origin;             // inputs_differ: where the differing input came from
+  // inputs_differ: the differing input is the storage an aten.set_ adopts (its last input), written
+  // by no traced op: a DataLoader worker's shared memory, a file torch.load read, another process.
+  bool adopted_storage = false;
   // inputs_differ with every tensor input equal: only the non-tensor arguments differ (a learning
   // rate); differing_inputs is empty then.
   bool arguments_differ() const { return kind == Kind::inputs_differ && differing_inputs.empty(); }
@@ -87,6 +90,10 @@ std::string short_op_name(const std::string& op);
 
 // True for an op that draws from a random generator (randn, bernoulli_, dropout, randperm, ...).
 bool is_random_draw(const std::string& op);
+
+// True for an op that makes a tensor of a storage (aten.set_.source_Storage...): the capture
+// records that storage as its last input.
+bool adopts_storage(const OpRecord& r);
 
 // True for a collective of torch.distributed (c10d.allreduce_, c10d.broadcast_, ...).
 bool is_collective(const std::string& op);

@@ -6,6 +6,7 @@
 
 #include "reprun/gate/gate.hpp"
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,6 +21,10 @@ struct CheckOptions {
   std::vector<std::string> sets;      // --set passed to every run
   std::string self_exe;               // the reprun binary to run (default /proc/self/exe)
   std::function<void(const std::string&)> on_note;
+  // Set by SIGINT or SIGTERM to check: the training running then is stopped (one SIGTERM to its
+  // process group: train checkpoints, records "interrupted" and exits), and run_check throws Error
+  // with ExitCode::interrupted.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // Runs the check. Throws Error (exit 2) when a run cannot be trained (bad config, crash).

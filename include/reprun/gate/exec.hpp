@@ -6,6 +6,7 @@
 
 #include "reprun/gate/gate.hpp"
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -32,7 +33,12 @@ struct ExecOptions {
   bool record_inputs = true;            // record every file the program's processes open (--no-inputs)
   std::vector<std::string> data_dirs;   // --data-dir DIR: files under it are data, wherever it is
   std::vector<std::string> stat_only_dirs; // --stat-only DIR: its files' sizes and times only, no digest
+  double time_limit = 0;                // --time-limit, seconds: a process of a run that runs longer is ended
+                                        // with its whole process group (0: none)
   const World* world = nullptr;         // the outside world; nullptr = the real machine
+  // Set by SIGINT or SIGTERM to reprun: the running program is ended with its whole process group,
+  // its run recorded as interrupted, and run_exec throws Error with ExitCode::interrupted.
+  const std::atomic<bool>* stop = nullptr;
   std::function<void(const std::string&)> on_note;
   // A run whose program failed or was killed: a header naming the run and its status, then the
   // last lines of its stderr (of its stdout when stderr is empty). Called even when quiet.
@@ -43,11 +49,18 @@ struct ExecOptions {
 // when the file is empty or unreadable.
 std::string tail_lines(const std::string& path, size_t lines);
 
+// --time-limit: "90" or "90s" (seconds), "20m", "2h"; throws Error naming the option otherwise.
+double parse_time_limit(const std::string& text);
+
 // The default pins: name and value.
 const std::vector<std::pair<std::string, std::string>>& default_pins();
 
-// Runs the audit. Throws Error (exit 2) when the program cannot be started, fails or is killed,
-// or writes a malformed step log (the valid prefix is kept).
+// Runs the audit. Every process of the program runs in a process group of its own, ended whole
+// when the program ends, is stopped or passes the time limit: none outlives the call. Throws Error
+// (exit 2) when the program cannot be started or writes a malformed step log (the valid prefix is
+// kept), and with ExitCode::interrupted when `stop` was set. A run whose program fails, is killed or
+// passes the time limit ends the runs: the result then compares what ran up to the failure and
+// carries it in `failure` (exit 2).
 CheckResult run_exec(const ExecOptions& opt);
 
 } // namespace reprun

@@ -25,6 +25,10 @@ struct CheckRun {
   // resumes[].from_step), and the checkpoint it had to continue from; -1 when not resumed.
   long resumed_from = -1;
   long resume_checkpoint = -1;
+  // exec: the block that shows how the run's program failed (its status and the last lines of its
+  // stderr), "" when it did not; and whether it was ended at the time limit.
+  std::string failure;
+  bool timed_out = false;
 };
 
 struct CheckPair {
@@ -45,6 +49,12 @@ struct CheckResult {
   std::vector<CheckRun> runs;
   std::vector<CheckPair> pairs;
   std::vector<std::string> notes; // about the runs as a whole (exec: a checkpoint no run saved was loaded)
+  // exec: a run whose program failed, was killed or passed the time limit ended the runs (exit 2).
+  // `error` is the one-line error, `failure` the block that shows it (the run, its status, the last
+  // lines of its stderr); the pairs compare the runs made up to it, the failed one included.
+  std::string error;
+  std::string failure;
+  bool timed_out = false; // the failure is the time limit (--time-limit)
 };
 
 // How many runs: `requested`, or (0) 2 or as many as the longest --vary list needs. Throws Error

@@ -209,6 +209,8 @@ public:
   // created: the program's processes write into it), whose file() paths are that rank's files.
   // Rank 0's records are the run's own. Throws Error when ranks/ or ranks/<r> is a symbolic link.
   RunDir rank(int r) const;
+  // The rank folders that exist (ranks/<r>/, r >= 1), in rank order; symbolic links are left out.
+  std::vector<int> ranks() const;
   // The path of file `f` of every rank, with "{rank}" where the rank's number goes, for the
   // program's processes, which learn their rank only once they run.
   std::string rank_file_template(RunFile f) const;
