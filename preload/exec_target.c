@@ -44,7 +44,7 @@ int exec_env_records_child(char* const envp[], const LibraryFile* self) {
     if (preload < 0 && strncmp(*e, "LD_PRELOAD=", 11) == 0) {
       preload = preload_names(*e + 11, self);
     } else if (log < 0 && strncmp(*e, "REPRUN_FILES_LOG=", 17) == 0) {
-      log = (*e)[17] != '\0';
+      log = (*e)[17] == '/'; /* the library ignores a relative one */
     }
   }
   return preload == 1 && log == 1;

@@ -23,6 +23,6 @@ int exec_search_path(const char* file, char* out);
 int exec_is_static(const char* path);
 
 /* Whether a child with the environment envp loads the library (an LD_PRELOAD entry names it by
- * path or by another path to the same file) and finds the log (REPRUN_FILES_LOG not empty). The
+ * path or by another path to the same file) and finds the log (REPRUN_FILES_LOG absolute). The
  * first entry of each name counts, as getenv reads it. */
 int exec_env_records_child(char* const envp[], const LibraryFile* self);

@@ -29,8 +29,8 @@
  *   w O_WRONLY|O_CREAT|O_TRUNC, a O_WRONLY|O_CREAT|O_APPEND, + O_RDWR, x O_EXCL, e O_CLOEXEC), with
  *   0x40000000 added when the call created the file (O_CREAT, the file was not there just before,
  *   and the open succeeded).
- * - X: cleared: the child's environment lacks an LD_PRELOAD entry naming this library or a
- *   non-empty REPRUN_FILES_LOG; static: the program (for a #! script, its interpreter) has no
+ * - X: cleared: the child's environment lacks an LD_PRELOAD entry naming this library or an
+ *   absolute REPRUN_FILES_LOG; static: the program (for a #! script, its interpreter) has no
  *   PT_INTERP. Either way the child writes no record. An X is an attempt: a failed exec leaves an X
  *   and no S; a program that searches PATH itself (Python's subprocess) leaves one X per candidate.
  * - size, mtime_ns (st_mtim in nanoseconds), dev:ino (st_dev and st_ino, decimal): fstat of what was
