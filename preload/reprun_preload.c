@@ -644,11 +644,11 @@ EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
  * more is refused with E2BIG), then the exec as execv, execvp and execve. */
 static size_t count_args(const char* arg, va_list ap) {
   size_t n = 0;
-  while (arg != NULL && n < k_max_exec_args) {
+  while (!is_null(arg) && n < k_max_exec_args) { /* execl's arg is declared nonnull */
     ++n;
     arg = va_arg(ap, const char*);
   }
-  return arg == NULL ? n : k_max_exec_args + 1;
+  return is_null(arg) ? n : k_max_exec_args + 1;
 }
 
 #define EXEC_ARGV(arg)                                  \
