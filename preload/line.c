@@ -1,0 +1,110 @@
+/* The preload library's records, formatted (line.h). Nothing here knows where a record goes. */
+#include "line.h"
+
+#include <string.h>
+
+void line_init(Line* l) {
+  l->p = l->buf;
+  l->end = l->buf + sizeof l->buf - 3;
+  l->cut = 0;
+}
+
+void put_bytes(Line* l, const char* s, size_t n) {
+  if (l->cut || (size_t)(l->end - l->p) < n) {
+    l->cut = 1;
+    return;
+  }
+  memcpy(l->p, s, n);
+  l->p += n;
+}
+
+size_t format_u64(char* out, uint64_t v) {
+  char tmp[20];
+  char* q = tmp + sizeof tmp;
+  do {
+    *--q = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  size_t n = (size_t)(tmp + sizeof tmp - q);
+  memcpy(out, q, n);
+  return n;
+}
+
+static void put_u64(Line* l, uint64_t v) {
+  char digits[20];
+  put_bytes(l, digits, format_u64(digits, v));
+}
+
+void put_i64(Line* l, int64_t v) {
+  if (v < 0) {
+    put_bytes(l, "-", 1);
+    put_u64(l, (uint64_t)0 - (uint64_t)v);
+  } else {
+    put_u64(l, (uint64_t)v);
+  }
+}
+
+static void put_tab(Line* l) { put_bytes(l, "\t", 1); }
+
+/* An escape is never split: a byte whose escape does not fit ends the path there. */
+void put_escaped(Line* l, const char* s, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  for (size_t i = 0; i < n && !l->cut; ++i) {
+    unsigned char c = (unsigned char)s[i];
+    char e[4] = {'\\', 0, 0, 0};
+    size_t len = 2;
+    if (c == '\\') {
+      e[1] = '\\';
+    } else if (c == '\t') {
+      e[1] = 't';
+    } else if (c == '\n') {
+      e[1] = 'n';
+    } else if (c < 0x20 || c == 0x7f) {
+      e[1] = 'x';
+      e[2] = hex[c >> 4];
+      e[3] = hex[c & 15];
+      len = 4;
+    } else {
+      e[0] = (char)c;
+      len = 1;
+    }
+    put_bytes(l, e, len);
+  }
+}
+
+void put_head(Line* l, int64_t pid, char event, const char* a_text, int64_t a, int64_t b,
+              const struct stat* st) {
+  put_i64(l, pid);
+  put_tab(l);
+  put_bytes(l, &event, 1);
+  put_tab(l);
+  if (a_text != NULL) {
+    put_bytes(l, a_text, strlen(a_text));
+  } else {
+    put_i64(l, a);
+  }
+  put_tab(l);
+  put_i64(l, b);
+  put_tab(l);
+  if (st != NULL) {
+    put_i64(l, st->st_size);
+    put_tab(l);
+    put_i64(l, (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec);
+    put_tab(l);
+    put_u64(l, st->st_dev);
+    put_bytes(l, ":", 1);
+    put_u64(l, st->st_ino);
+  } else {
+    put_bytes(l, "0\t0\t0:0", 7);
+  }
+  put_tab(l);
+}
+
+size_t line_finish(Line* l) {
+  if (l->cut) {
+    memcpy(l->p, "\\c", 2); /* line_init kept the room */
+    l->p += 2;
+  }
+  *l->p++ = '\n';
+  return (size_t)(l->p - l->buf);
+}

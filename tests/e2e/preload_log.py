@@ -1,0 +1,128 @@
+"""A strict reader of the preload library's log (reprun.files/1, preload/reprun_preload.c), for the
+e2e tests test_preload_*.sh: every line must parse, or the test fails naming the line.
+Not reprun's reader (that is C++); this one only checks the format and answers the tests' questions.
+"""
+import os
+import re
+import sys
+from dataclasses import dataclass
+
+CREATED = 0x40000000
+INT = re.compile(rb"-?[0-9]+")
+UINT = re.compile(rb"[0-9]+")
+DEVINO = re.compile(rb"([0-9]+):([0-9]+)")
+
+
+@dataclass
+class Record:
+    line: int
+    pid: int
+    ev: str       # S O D X
+    a: object     # int (S: ppid, O: flags, D: 0) or str (X: ok | cleared | static)
+    b: int
+    size: int
+    mtime_ns: int
+    dev: int
+    ino: int
+    path: bytes   # unescaped
+    cut: bool     # the path ended with the mark "\c"
+
+
+def unescape(raw, where):
+    out = bytearray()
+    i = 0
+    cut = False
+    while i < len(raw):
+        c = raw[i]
+        if c == 0x5C:  # backslash
+            nxt = raw[i + 1:i + 2]
+            if nxt == b"\\":
+                out += b"\\"
+                i += 2
+            elif nxt == b"t":
+                out += b"\t"
+                i += 2
+            elif nxt == b"n":
+                out += b"\n"
+                i += 2
+            elif nxt == b"x" and re.fullmatch(rb"[0-9a-f]{2}", raw[i + 2:i + 4]):
+                out.append(int(raw[i + 2:i + 4], 16))
+                i += 4
+            elif nxt == b"c" and i + 2 == len(raw):
+                cut = True
+                i += 2
+            else:
+                raise ValueError(f"{where}: bad escape {raw[i:i + 4]!r}")
+        elif c < 0x20 or c == 0x7F:
+            raise ValueError(f"{where}: unescaped control byte {c:#x}")
+        else:
+            out.append(c)
+            i += 1
+    return bytes(out), cut
+
+
+def parse(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data and not data.endswith(b"\n"):
+        raise ValueError(f"{path}: the last line has no newline: {data[-200:]!r}")
+    records = []
+    for n, line in enumerate(data.split(b"\n")[:-1], 1):
+        where = f"{path}:{n}"
+        f = line.split(b"\t")
+        if len(f) != 8:
+            raise ValueError(f"{where}: {len(f)} fields, not 8: {line[:300]!r}")
+        pid, ev, a, b, size, mtime, devino, p = f
+        if not UINT.fullmatch(pid) or int(pid) <= 0:
+            raise ValueError(f"{where}: pid {pid!r}")
+        if ev not in (b"S", b"O", b"D", b"X"):
+            raise ValueError(f"{where}: event {ev!r}")
+        if ev == b"X":
+            if a not in (b"ok", b"cleared", b"static"):
+                raise ValueError(f"{where}: X reason {a!r}")
+            a = a.decode()
+        elif not INT.fullmatch(a):
+            raise ValueError(f"{where}: a {a!r}")
+        else:
+            a = int(a)
+        for name, v, pat in (("b", b, INT), ("size", size, UINT), ("mtime_ns", mtime, INT)):
+            if not pat.fullmatch(v):
+                raise ValueError(f"{where}: {name} {v!r}")
+        m = DEVINO.fullmatch(devino)
+        if not m:
+            raise ValueError(f"{where}: dev:ino {devino!r}")
+        if ev in (b"S", b"X") and int(b) != 0 or ev == b"D" and int(b) > 0:
+            raise ValueError(f"{where}: b {b!r} for {ev!r}")
+        path_bytes, cut = unescape(p, where)
+        records.append(Record(n, int(pid), ev.decode(), a, int(b), int(size), int(mtime),
+                              int(m.group(1)), int(m.group(2)), path_bytes, cut))
+    return records
+
+
+def same_file(r, path):
+    st = os.stat(path)
+    return (r.dev, r.ino, r.size, r.mtime_ns) == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def image_of(records, r):
+    """The path of the program image that wrote r: its pid's last S before it (None if none)."""
+    img = None
+    for s in records:
+        if s.line >= r.line:
+            break
+        if s.pid == r.pid and s.ev == "S":
+            img = s.path
+    return img
+
+
+def dump(records, limit=80):
+    return "\n".join(f"{r.line}: {r.pid} {r.ev} {r.a} {r.b} {r.size} {r.dev}:{r.ino} {r.path!r}"
+                     for r in records[:limit])
+
+
+def check(cond, message, records=()):
+    if not cond:
+        print(f"FAIL: {message}", file=sys.stderr)
+        if records:
+            print(dump(records), file=sys.stderr)
+        sys.exit(1)

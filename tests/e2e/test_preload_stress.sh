@@ -1,0 +1,82 @@
+# The preload library under load (preload/reprun_preload.c, issue 36): 8 threads, released at once,
+# each create and open 2,000 files with long names. Every line of the log parses (8 fields, a
+# numeric pid), none is interleaved with another, and there are exactly 16,000 O records, one per
+# file, each created. A C program where gcc is found, else Python's threads (they let the GIL go
+# around open(), so the hooks run at once there too).
+source "$(dirname "$0")/lib.sh"
+LIB="$(cd "$(dirname "$REPRUN")" && pwd -P)/libreprun_preload.so"
+[[ -f $LIB ]] || skip "libreprun_preload.so is not built beside $REPRUN"
+PY=/usr/bin/python3
+[[ -x $PY ]] || PY=$(command -v python3) || skip "no python3"
+mkdir w && cd w || exit 1
+for t in 0 1 2 3 4 5 6 7; do mkdir "t$t"; done
+
+cat >stress.c <<'C'
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+static pthread_barrier_t start;
+static void* work(void* arg) {
+  long t = (long)arg;
+  char name[256];
+  pthread_barrier_wait(&start);
+  for (int i = 0; i < 2000; ++i) {
+    snprintf(name, sizeof name, "t%ld/file-%04d-a-long-name-so-that-each-record-takes-more-bytes-"
+             "than-a-short-one-and-a-torn-write-would-show-%ld.txt", t, i, t);
+    int fd = open(name, O_WRONLY | O_CREAT, 0644);
+    if (fd < 0) { perror(name); return (void*)1; }
+    close(fd);
+  }
+  return NULL;
+}
+int main(void) {
+  pthread_t th[8];
+  pthread_barrier_init(&start, NULL, 8);
+  for (long t = 0; t < 8; ++t) pthread_create(&th[t], NULL, work, (void*)t);
+  long bad = 0;
+  for (int t = 0; t < 8; ++t) { void* r; pthread_join(th[t], &r); bad |= (long)r; }
+  puts(bad ? "failed" : "done");
+  return (int)bad;
+}
+C
+cat >stress.py <<'PY'
+import os, threading
+start = threading.Barrier(8)
+def work(t):
+    start.wait()
+    for i in range(2000):
+        os.close(os.open(f"t{t}/file-{i:04d}-a-long-name-so-that-each-record-takes-more-bytes-"
+                         f"than-a-short-one-and-a-torn-write-would-show-{t}.txt", os.O_WRONLY | os.O_CREAT, 0o644))
+threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+for th in threads:
+    th.start()
+for th in threads:
+    th.join()
+print("done")
+PY
+if command -v gcc >/dev/null && gcc -O1 -pthread -o stress stress.c 2>"$T/gcc.err"; then
+  prog=(./stress)
+else
+  echo "no gcc (or it failed): Python's threads instead"
+  prog=("$PY" stress.py)
+fi
+LD_PRELOAD=$LIB REPRUN_FILES_LOG=$T/stress.log "${prog[@]}" >"$T/out" 2>"$T/err" ||
+  fail "${prog[*]} failed: $(head -c 2000 "$T/err")"
+grep -qx done "$T/out" || fail "${prog[*]}: $(cat "$T/out")"
+TP=$(pwd -P) PYTHONPATH="$REPRUN_SRC/tests/e2e" "$PY" - "$T/stress.log" <<'PY' || fail "the stress log is not as expected (above)"
+import os, re, sys
+from preload_log import parse, check, CREATED
+R = parse(sys.argv[1])  # every line: 8 fields, a numeric pid, known event, escapes
+tp = os.environ["TP"].encode()
+name = re.compile(re.escape(tp) + rb"/t([0-7])/file-([0-9]{4})-a-long-name-so-that-each-record-takes-more-bytes-"
+                  rb"than-a-short-one-and-a-torn-write-would-show-\1\.txt")
+O = [r for r in R if r.ev == "O" and name.fullmatch(r.path)]
+check(len(O) == 16000, f"{len(O)} O records of the 16,000 files", [r for r in R if r.ev == "O" and not name.fullmatch(r.path)])
+check(len({r.path for r in O}) == 16000, "each file once")
+check(all(r.b >= 0 and r.a & ~os.O_CLOEXEC == os.O_WRONLY | os.O_CREAT | CREATED and r.size == 0 and r.ino != 0 for r in O),
+      "each open succeeded and created its file")
+check(len({r.pid for r in O}) == 1, "one process")
+print(f"{len(R)} records, {len(O)} O records of the stress files")
+PY
+pass
