@@ -66,7 +66,8 @@ int run(ExecFlags& f) {
     throw Error("exec: give the program to run after --, e.g. reprun exec -- python3 train.py");
   }
   opt.pin = !f.no_pin;
-  WorkDir work(f.work, "reprun-exec", f.keep);
+  // One run recorded as a reference is kept, wherever it is: it is there to be compared later.
+  WorkDir work(f.work, "reprun-exec", f.keep || opt.runs == 1);
   opt.work_dir = work.path;
   if (!opt.quiet) {
     opt.on_note = [](const std::string& s) { std::cerr << "reprun exec: " << s << "\n"; };
@@ -100,7 +101,9 @@ Action add_exec(CLI::App& sub) {
   auto f = std::make_shared<ExecFlags>();
   f->app = &sub;
   add_work_options(sub, f->work, f->keep);
-  sub.add_option("--runs", f->opt.runs, "Number of runs (default 2)")->check(CLI::Range(2, 64));
+  sub.add_option("--runs", f->opt.runs,
+                 "Number of runs (default 2); 1 records run-1 as a reference and compares nothing")
+      ->check(CLI::Range(1, 64));
   sub.add_flag("--no-pin", f->no_pin, "Run the program as it is, without the determinism pins");
   sub.add_option("--pin", f->opt.pins, "Set NAME=VALUE in every run's environment (recorded as a pin)");
   sub.add_option("--vary", f->opt.vary,

@@ -448,6 +448,33 @@ std::string tail_lines(const std::string& path, size_t lines) {
   return text.substr(pos);
 }
 
+// exec --runs 1: run-1 recorded as a reference, nothing compared. Its verdict says where it is, what
+// it logged and read, and how to compare a later run with it.
+CheckResult recorded_run(const ExecPlan& plan, CheckResult& res) {
+  const CheckRun& run = res.runs.front();
+  if (!res.error.empty()) {
+    failure_verdict(res);
+    return res;
+  }
+  const RunDir dir = RunDir::open(run.dir);
+  const long steps = dir.read_summary().value("steps", 0L);
+  std::string what = steps > 0 ? fmt::format("{} step record{}", steps, steps == 1 ? "" : "s") : "no step log";
+  const ojson manifest = dir.read_manifest();
+  if (manifest.contains("inputs") && manifest["inputs"].is_object() && manifest["inputs"].contains("counts")) {
+    const ojson& c = manifest["inputs"]["counts"];
+    what += fmt::format(", read {} data file{} and {} code file{}", c.value("data", 0), c.value("data", 0) == 1 ? "" : "s",
+                        c.value("code", 0), c.value("code", 0) == 1 ? "" : "s");
+  } else if (!plan.opt.record_inputs) {
+    what += ", inputs not recorded (--no-inputs)";
+  }
+  res.identical = true;
+  res.recorded = true;
+  res.verdict = fmt::format("RECORDED: run-1 of the program in {} ({}); compare a later run with it: reprun diff {} "
+                            "OTHER_RUN",
+                            run.dir, what, run.dir);
+  return res;
+}
+
 CheckResult run_exec(const ExecOptions& opt) {
   const World& world = opt.world ? *opt.world : real_world();
   const ExecPlan plan = plan_exec(opt, world);
@@ -455,7 +482,11 @@ CheckResult run_exec(const ExecOptions& opt) {
   for (const auto& v : plan.vary) {
     longest = std::max(longest, v.values.size());
   }
-  const int runs = count_runs(opt.runs, longest);
+  if (opt.runs == 1 && (!plan.vary.empty() || !plan.resume.empty())) {
+    throw Error("--runs 1", "records one run and compares nothing, so --vary has nothing to vary: give --runs 2 or "
+                            "more, or leave --vary out");
+  }
+  const int runs = count_runs(opt.runs, longest, 1);
   CheckResult res;
   res.kind = "exec";
   res.work_dir = opt.work_dir;
@@ -514,6 +545,9 @@ CheckResult run_exec(const ExecOptions& opt) {
       }
       break;
     }
+  }
+  if (runs == 1) {
+    return recorded_run(plan, res);
   }
   refuse_untested(res, events);
   DiffOptions dopt;

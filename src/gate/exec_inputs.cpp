@@ -50,7 +50,8 @@ void add_recording_env(const ExecPlan& plan, const RunDir& files, std::map<std::
 
 namespace {
 
-// The folders whose files are reprun's or temporary: recorded as "other", never inputs.
+// The folders whose files are reprun's: recorded as "other", never inputs. (A temporary file outside the
+// working directory is "other" as any file outside it is, unless the arguments name it.)
 std::vector<std::string> own_dirs(const ExecPlan& plan, const RunDir& run) {
   std::vector<std::string> dirs = {fs::absolute(plan.opt.work_dir).lexically_normal().string(),
                                    fs::absolute(run.path()).lexically_normal().string()};
@@ -59,9 +60,6 @@ std::vector<std::string> own_dirs(const ExecPlan& plan, const RunDir& run) {
   }
   if (!plan.preload.empty()) {
     dirs.push_back(fs::path(plan.preload).parent_path().string());
-  }
-  if (const char* tmp = std::getenv("TMPDIR"); tmp && *tmp) {
-    dirs.push_back(fs::absolute(tmp).lexically_normal().string());
   }
   return dirs;
 }

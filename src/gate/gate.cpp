@@ -12,10 +12,10 @@ namespace reprun {
 
 namespace fs = std::filesystem;
 
-int count_runs(int requested, size_t longest_vary) {
+int count_runs(int requested, size_t longest_vary, int fewest) {
   int runs = requested > 0 ? requested : std::max<int>(2, static_cast<int>(std::min<size_t>(longest_vary, 1000)));
-  if (runs < 2 || runs > 64) {
-    throw Error("--runs", fmt::format("must be between 2 and 64, got {}", runs));
+  if (runs < fewest || runs > 64) {
+    throw Error("--runs", fmt::format("must be between {} and 64, got {}", fewest, runs));
   }
   return runs;
 }

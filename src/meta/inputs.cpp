@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <thread>
@@ -244,7 +245,16 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     ++n;
     return &s;
   };
+  // A Python process armed the audit hook, which records the listings the program asked for with its
+  // line; the folders its import system lists (sys.path) are the interpreter's, not the program's.
+  std::set<long> python_pids;
+  for (const auto& e : log.py) {
+    python_pids.insert(e.pid);
+  }
   for (const auto& e : log.events) {
+    if ((e.event == 'D' || (e.event == 'O' && (e.a & O_DIRECTORY) != 0)) && python_pids.count(e.pid)) {
+      continue;
+    }
     if (e.event == 'S') {
       ++r.processes;
       exe_of[e.pid] = fs::path(e.path).filename().string();
@@ -305,6 +315,13 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     if (f.folder && f.cls == "data") {
       std::error_code ec;
       for (const auto& d : fs::directory_iterator(path, ec)) {
+        // Listed after the run: what the run made there (its outputs, reprun's work folder) was not
+        // what it listed.
+        const std::string entry = d.path().string();
+        const auto w = seen.find(entry);
+        if (under_any(entry, opt.own_dirs) || (w != seen.end() && w->second.created)) {
+          continue;
+        }
         f.names.push_back(d.path().filename().string());
       }
       if (ec) {

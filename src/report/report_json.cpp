@@ -200,6 +200,9 @@ ojson check_to_json(const CheckResult& r) {
   j["kind"] = r.kind;
   j["identical"] = r.identical;
   j["verdict"] = r.verdict;
+  if (r.recorded) {
+    j["recorded"] = true; // exec --runs 1: run-1 recorded as a reference, nothing compared
+  }
   j[r.kind == "exec" ? "program" : "config"] = r.config;
   j["work_dir"] = r.work_dir_removed ? ojson(nullptr) : ojson(r.work_dir); // null: removed
   j["vary"] = r.vary;

@@ -55,11 +55,12 @@ struct CheckResult {
   std::string error;
   std::string failure;
   bool timed_out = false; // the failure is the time limit (--time-limit)
+  bool recorded = false;  // exec --runs 1: one run recorded, nothing compared (verdict "RECORDED: ...")
 };
 
 // How many runs: `requested`, or (0) 2 or as many as the longest --vary list needs. Throws Error
-// unless 2..64.
-int count_runs(int requested, size_t longest_vary);
+// unless `fewest`..64 (exec records a single run with --runs 1).
+int count_runs(int requested, size_t longest_vary, int fewest = 2);
 
 // The last line of a file (a child's log, for an error message); "" when it cannot be read.
 std::string last_line(const std::string& path);
