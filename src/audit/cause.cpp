@@ -215,7 +215,10 @@ private:
       } else if (run_kind(m_r.a.manifest) == "exec" && m_r.a.status == "complete" && m_r.b.status == "complete") {
         // A program that exits normally after fewer steps ran a shorter loop: nothing was cut.
         const bool a_shorter = m_r.a.lines < m_r.b.lines;
-        add(0.5, fmt::format("the program made fewer optimizer steps in run {} ({} against {}) and exited normally: "
+        // When what the program read or was given differs, the number of steps follows from it.
+        const bool inputs_differ = !material(m_r, "dataset").empty() || !material(m_r, "code").empty() ||
+                                   !material(m_r, "arguments").empty();
+        add(inputs_differ ? 3.5 : 0.5, fmt::format("the program made fewer optimizer steps in run {} ({} against {}) and exited normally: "
                              "its loop ended earlier",
                              a_shorter ? "A" : "B", a_shorter ? m_r.a.lines : m_r.b.lines,
                              a_shorter ? m_r.b.lines : m_r.a.lines),

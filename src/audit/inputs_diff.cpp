@@ -65,6 +65,31 @@ std::string describe_content_change(const ContentSummary& a, const ContentSummar
       exact = true;
     }
     const std::string counts = fmt::format("{} -> {} lines", grouped(a.lines), grouped(b.lines));
+    auto all_known = [](const ContentSummary& s) { return s.tail_from == 0 && static_cast<long>(s.tail.size()) == s.lines; };
+    if (a.lines == b.lines && all_known(a) && all_known(b)) {
+      // Every line's digest is kept (a file of up to 8,192 lines): the lines that changed in place.
+      std::vector<long> changed;
+      for (long l = 0; l < a.lines; ++l) {
+        if (a.tail[static_cast<size_t>(l)] != b.tail[static_cast<size_t>(l)]) {
+          changed.push_back(l + 1);
+        }
+      }
+      if (!changed.empty()) {
+        std::string which;
+        for (size_t i = 0; i < changed.size() && i < 3; ++i) {
+          which += (i == 0 ? "" : i + 1 == changed.size() ? " and " : ", ") + grouped(changed[i]);
+        }
+        const std::string in_both = fmt::format("{} lines in both", grouped(a.lines));
+        if (changed.size() == 1) {
+          return fmt::format("line {} changed ({})", which, in_both);
+        }
+        if (changed.size() <= 3) {
+          return fmt::format("lines {} changed ({})", which, in_both);
+        }
+        return fmt::format("{} lines changed, the first at line {} ({})", grouped(static_cast<long long>(changed.size())),
+                           grouped(changed.front()), in_both);
+      }
+    }
     if (line == a.lines && a.lines < b.lines) {
       return fmt::format("{}; the first {} are identical ({} appended)", counts, grouped(a.lines), grouped(b.lines - a.lines));
     }
@@ -180,13 +205,16 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       std::set_difference(x->names.begin(), x->names.end(), y->names.begin(), y->names.end(), std::back_inserter(removed));
       d.a = fmt::format("{} entries", x->names.size());
       d.b = fmt::format("{} entries", y->names.size());
-      d.detail = fmt::format("a folder: {} -> {} entries", grouped(static_cast<long long>(x->names.size())),
+      d.detail = fmt::format("a folder of {} -> {} entries", grouped(static_cast<long long>(x->names.size())),
                              grouped(static_cast<long long>(y->names.size())));
+      std::string sep = ": ";
       if (!added.empty()) {
-        d.detail += "; added in B: " + name_list(added, 3);
+        d.detail += fmt::format("{}{} added ({})", sep, grouped(static_cast<long long>(added.size())), name_list(added, 3));
+        sep = ", ";
       }
       if (!removed.empty()) {
-        d.detail += "; missing in B: " + name_list(removed, 3);
+        d.detail += fmt::format("{}{} removed ({})", sep, grouped(static_cast<long long>(removed.size())),
+                                name_list(removed, 3));
       }
     } else if (x->hashed && y->hashed) {
       if (x->content.sha256 == y->content.sha256) {

@@ -43,7 +43,11 @@ void add_recording_env(const ExecPlan& plan, const RunDir& files, std::map<std::
     env["LD_PRELOAD"] = plan.preload + (pre == env.end() || pre->second.empty() ? "" : ":" + pre->second);
     env["REPRUN_FILES_LOG"] = fs::absolute(files.file(RunFile::files_log)).string();
   }
-  if (!plan.capture_dir.empty()) {
+  if (!plan.files_python_dir.empty()) {
+    if (plan.capture_dir.empty()) { // a program that is not Python: its Python processes get the hook alone
+      auto pp = env.find("PYTHONPATH");
+      env["PYTHONPATH"] = plan.files_python_dir + (pp == env.end() || pp->second.empty() ? "" : ":" + pp->second);
+    }
     env["REPRUN_PY_FILES_LOG"] = fs::absolute(files.file(RunFile::py_files_log)).string();
   }
 }
@@ -55,8 +59,8 @@ namespace {
 std::vector<std::string> own_dirs(const ExecPlan& plan, const RunDir& run) {
   std::vector<std::string> dirs = {fs::absolute(plan.opt.work_dir).lexically_normal().string(),
                                    fs::absolute(run.path()).lexically_normal().string()};
-  if (!plan.capture_dir.empty()) {
-    dirs.push_back(plan.capture_dir);
+  if (!plan.files_python_dir.empty()) {
+    dirs.push_back(plan.files_python_dir);
   }
   if (!plan.preload.empty()) {
     dirs.push_back(fs::path(plan.preload).parent_path().string());

@@ -381,6 +381,9 @@ ExecPlan plan_exec(const ExecOptions& opt, const World& world) {
                   "under share/reprun/python: no automatic step log or op trace for this program");
     }
   }
+  if (opt.record_inputs) {
+    plan.files_python_dir = plan.capture_dir.empty() ? find_capture_package() : plan.capture_dir;
+  }
   for (const auto& a : opt.argv) {
     plan.command += (plan.command.empty() ? "" : " ") + a;
   }

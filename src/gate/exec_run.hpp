@@ -44,6 +44,9 @@ struct ExecPlan {
   std::string capture_dir; // reprun's Python package, put on PYTHONPATH ("" when not capturing)
   std::string preload;     // libreprun_preload.so, first in every process's LD_PRELOAD ("" when not used)
   std::string preload_missing; // why it is not used, for the manifest
+  // reprun's Python folder (sitecustomize) for the audit hook that records a Python process's opens,
+  // also in a program that is not Python itself (a shell script that starts Python): "" when none.
+  std::string files_python_dir;
   // What the runs of this exec wrote so far (absolute paths): a later run that reads one reads an
   // output of its own kind (a checkpoint), not an input.
   std::shared_ptr<std::set<std::string>> written = std::make_shared<std::set<std::string>>();

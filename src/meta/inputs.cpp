@@ -30,7 +30,7 @@ namespace {
 
 constexpr uint64_t k_text_cap = 64ull << 20;   // text files up to this size get line blocks
 constexpr size_t k_max_blocks = 4096;          // block sizes double until a file has no more
-constexpr size_t k_tail_lines = 1024;          // the last lines digested one by one
+constexpr size_t k_tail_lines = 8192;          // the last lines digested one by one (all of a smaller file)
 constexpr const char* k_code_ext[] = {".py", ".sh", ".bash", ".pl", ".rb", ".js", ".lua", ".R", ".jl"};
 
 bool ends_with(const std::string& s, const char* suffix) {
