@@ -275,6 +275,8 @@ private:
     for (const auto* m : material(m_r, "arguments")) {
       if (m->key.rfind("program.argv_files.", 0) == 0) {
         files.push_back(m->key.substr(19));
+      } else if (m->key.rfind("inputs.files.", 0) == 0) { // compared as the program read it
+        files.push_back(m->key.substr(13) + (m->detail.empty() ? "" : " (" + m->detail + ")"));
       }
     }
     if (!files.empty()) {
@@ -282,7 +284,7 @@ private:
           "run both with the same file, or accept B as the new baseline if the change is intended");
     }
     for (const auto* m : material(m_r, "arguments")) {
-      if (m->key.rfind("program.argv_files.", 0) == 0) {
+      if (m->key.rfind("program.argv_files.", 0) == 0 || m->key.rfind("inputs.files.", 0) == 0) {
         continue;
       }
       const ojson a = ojson::parse(m->a, nullptr, false), b = ojson::parse(m->b, nullptr, false);

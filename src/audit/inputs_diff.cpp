@@ -79,7 +79,7 @@ std::string describe_content_change(const ContentSummary& a, const ContentSummar
         for (size_t i = 0; i < changed.size() && i < 3; ++i) {
           which += (i == 0 ? "" : i + 1 == changed.size() ? " and " : ", ") + grouped(changed[i]);
         }
-        const std::string in_both = fmt::format("{} lines in both", grouped(a.lines));
+        const std::string in_both = fmt::format("{} line{} in both", grouped(a.lines), a.lines == 1 ? "" : "s");
         if (changed.size() == 1) {
           return fmt::format("line {} changed ({})", which, in_both);
         }
@@ -116,6 +116,37 @@ std::string describe_content_change(const ContentSummary& a, const ContentSummar
                        grouped(static_cast<long long>(std::min(std::max(a.size, b.size), from + a.block_bytes))));
   }
   return sizes + "; its content differs";
+}
+
+namespace {
+
+bool is_input_delta(const MetaDelta& m) {
+  return m.kind == MetaDelta::Kind::material && m.key.rfind("inputs.files.", 0) == 0;
+}
+
+bool is_digest(const std::string& s) {
+  return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+} // namespace
+
+std::string differing_inputs(const DiffResult& r, size_t most) {
+  std::vector<std::string> named;
+  for (const auto& m : r.meta) {
+    if (is_input_delta(m)) {
+      named.push_back(fmt::format("{} ({})", m.key.substr(13), m.detail));
+    }
+  }
+  return name_list(named, most);
+}
+
+std::string input_changed_between(const DiffResult& r) {
+  for (const auto& m : r.meta) {
+    if (is_input_delta(m) && is_digest(m.a) && is_digest(m.b)) {
+      return fmt::format("{}: {}", m.key.substr(13), m.detail);
+    }
+  }
+  return "";
 }
 
 std::string changed_lines(const std::string& a, const std::string& b, size_t most, std::string& summary) {
@@ -260,6 +291,13 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       if (fa.count(path) || fb.count(path)) {
         m.kind = MetaDelta::Kind::informational;
         m.why = "compared with what the program read (inputs.files." + path + ")";
+        // A configuration file the arguments name (--config cfg.json) stays one, what changed in it said.
+        for (auto& in : r.meta) {
+          if (in.key == "inputs.files." + path && m.category == "arguments") {
+            in.category = m.category;
+            in.rank = m.rank;
+          }
+        }
       }
     }
   }

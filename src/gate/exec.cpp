@@ -7,6 +7,7 @@
 #include "gate/exec_run.hpp"
 #include "reprun/audit/cause.hpp"
 #include "reprun/audit/diff.hpp"
+#include "reprun/audit/inputs_diff.hpp"
 #include "reprun/audit/optrace.hpp"
 #include "reprun/audit/resume.hpp"
 #include "reprun/core/error.hpp"
@@ -239,6 +240,13 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   // run with compilation off, and what they find stands only where their numbers are the compiled
   // runs' numbers.
   const bool compile_off = compiled(fa) || compiled(fb);
+  if (const std::string changed = input_changed_between(pair.diff); !changed.empty()) {
+    // A replay reads the files as they are now: it cannot make run-1 again if one changed since.
+    loc.note = fmt::format("op-level localization: not replayed: a file the program read changed between the runs "
+                           "({}), and a replay reads it as it is now, so it cannot reproduce both runs",
+                           changed);
+    return loc;
+  }
   OpDivergence od;
   int attempt = 1;
   for (; attempt <= k_attempts; ++attempt) {
@@ -356,13 +364,21 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   // The operation found is the most direct cause: first among the likely causes. A cause that says
   // the numbers part from the same inputs is withdrawn when the op's inputs already differ (or the
   // runs took other ops): what was found contradicts it.
+  // An input made outside the traced ops, where the runs read different files: name them.
+  std::string reason = cause.reason;
+  if (od.input_origin.find("not made by a traced op") != std::string::npos) {
+    if (const std::string files = differing_inputs(pair.diff); !files.empty()) {
+      reason += "; the runs read different data: " + files;
+      cause.reason = reason; // the sentence says it too
+    }
+  }
   auto& causes = pair.diff.diagnosis;
   if (od.kind != OpDivergence::Kind::same_inputs) {
     causes.erase(std::remove_if(causes.begin(), causes.end(), [](const Diagnosis& d) { return d.claims_same_inputs; }),
                  causes.end());
   }
   causes.insert(causes.begin(), Diagnosis{fmt::format("{} at {}{}: {}", short_op_name(r.op), r.where,
-                                                      ranked ? fmt::format(" on rank {}", rank) : "", cause.reason),
+                                                      ranked ? fmt::format(" on rank {}", rank) : "", reason),
                                           cause.fix, od.kind == OpDivergence::Kind::same_inputs && !resume_explains});
   loc.found = true;
   loc.step = r.step;

@@ -43,7 +43,7 @@ grep -q "^  1. the program's arguments changed: --lr 0.01 -> 0.03$" "$T/out" || 
 grep -q "a different build" "$T/out" && fail "(a) a different build: $(cat "$T/out")"
 grep -qE '^  \[arguments\] program.argv: .*"0.01".* -> .*"0.03"' "$T/out" || fail "(a) the differing value is cut off: $(cat "$T/out")"
 NO_COLOR=1 expect_rc 1 "$REPRUN" diff "$T/a1/run-1" "$T/a3/run-1"
-grep -q "^  1. a configuration file the program's arguments name changed: cfg.json$" "$T/out" || fail "(a) --config=: $(cat "$T/out")"
+grep -q "^  1. a configuration file the program's arguments name changed: cfg.json (line 1 changed (1 line in both))$" "$T/out" || fail "(a) --config=: $(cat "$T/out")"
 
 # (b)
 cat >split.py <<'PYSRC'

@@ -16,6 +16,16 @@ namespace reprun {
 // (run directories whose manifests `r` holds), and a note when one side recorded none.
 void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, const DiffOptions& opt);
 
+// The inputs two runs read that differ, for a sentence: "shards/b.pt (read by B only, at shards.py:5)"
+// and "data/train.csv (1,500 -> 1,520 lines; ...)", at most `most` of them and how many more; "" when
+// the runs read the same data and code (as far as both recorded it).
+std::string differing_inputs(const DiffResult& r, size_t most = 3);
+
+// A data or code file both runs read at the same path whose bytes differ, with what changed
+// ("data/train.csv: 1,500 -> 1,520 lines; ..."): the file changed between the runs, so a replay of
+// the earlier run, which reads it as it is now, cannot reproduce it. "" when none.
+std::string input_changed_between(const DiffResult& r);
+
 struct ContentSummary;
 // "1,500 -> 1,520 lines; the first 1,500 are identical (20 appended)", for two summaries that differ.
 std::string describe_content_change(const ContentSummary& a, const ContentSummary& b);
