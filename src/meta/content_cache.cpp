@@ -57,7 +57,7 @@ void content_cache_store(const std::string& dir, const struct stat& st, const Co
     return;
   }
   const int64_t racy_ns = (static_cast<int64_t>(std::time(nullptr)) - 2) * 1'000'000'000;
-  if (ns(st.st_mtim) >= racy_ns || ns(st.st_ctim) >= racy_ns) {
+  if (ns(st.st_mtim) >= racy_ns) { // as the hash cache (fingerprint.cpp)
     return;
   }
   try {

@@ -169,6 +169,12 @@ ContentSummary summarize_fd(int fd, const std::string& path, uint64_t size) {
   return s;
 }
 
+bool same_state(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
+         a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec &&
+         a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
+}
+
 struct Seen {
   InputFile f;
   long first = 0;          // the index of its first event
@@ -394,10 +400,8 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       f.content = summarize_content(f.path);
       f.hashed = true;
       struct stat after {};
-      if (::stat(f.path.c_str(), &after) == 0 && after.st_dev == st.st_dev && after.st_ino == st.st_ino &&
-          after.st_size == st.st_size && after.st_mtim.tv_sec == st.st_mtim.tv_sec &&
-          after.st_mtim.tv_nsec == st.st_mtim.tv_nsec && after.st_ctim.tv_sec == st.st_ctim.tv_sec &&
-          after.st_ctim.tv_nsec == st.st_ctim.tv_nsec) {
+      if (static_cast<uint64_t>(st.st_size) >= k_content_cache_min && ::stat(f.path.c_str(), &after) == 0 &&
+          same_state(st, after)) {
         content_cache_store(cache_dir, st, f.content); // unchanged while it was read
       }
     } catch (const Error& e) {
