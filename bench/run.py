@@ -4,7 +4,8 @@
 Workloads (issue "Performance"): the mnist-mlp trainer against PyTorch at 1 and 2 threads; GEMM
 GFLOP/s on the layer shapes against OpenBLAS; accuracy parity (same data as PyTorch, and
 scikit-learn's digits); trace overhead; the cost of `reprun exec`'s automatic step log in the
-PyTorch mnist-mlp script; `reprun hash` against openssl, b3sum and sha256sum, and a cached re-hash
+PyTorch mnist-mlp script; what `reprun exec` costs to record the files a program read (a DataLoader over
+10,000 files, a 1 GiB file read again); `reprun hash` against openssl, b3sum and sha256sum, and a cached re-hash
 against a stat walk (find); `reprun diff` of 1M- and 10M-step run directories against cat; MPI ranks (the exchange against MPI_Allreduce, the epoch at 1 and 2 ranks);
 on a machine with an NVIDIA GPU, the CUDA backend (the epoch against PyTorch eager on the same GPU,
 bitwise against the CPU, the wide MLP, the ordered GEMM against cuBLAS); start-up. Timings are medians of several runs with the peers interleaved with
@@ -224,6 +225,113 @@ def bench_capture(work, results):
     # checkpoint saves up to step N and the forwards after them, and once in the resumed process).
     snap = json.loads(run([PY, os.path.join(ROOT, "bench", "capture_snapshot.py"), package], env=plain_env).stdout)
     results["capture_overhead"]["boundary_snapshot"] = snap
+
+
+INPUTS_PAIRS = max(REPS, 15)  # the issue: at least 15 interleaved pairs
+INPUTS_TARGET = 1.05  # the issue: recording what a program read costs at most 5% of its CPU time
+
+
+def exec_cpu(cmd, cwd, env, log):
+    """CPU seconds (user + system) of `cmd` and of every process under it, and its wall seconds:
+    wait4's usage of the child counts the descendants it waited for (reprun waits for the program,
+    the program for its DataLoader workers). stdout and stderr go to `log`."""
+    with open(log, "wb") as out:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd)} failed ({p.returncode}): {open(log, errors='replace').read()[-1000:]}")
+    return usage.ru_utime + usage.ru_stime, wall
+
+
+def check_inputs(run_dir, recorded, expect):
+    """Exits when a recorded run did not fingerprint what the program read (`expect`: the data
+    files, relative to the working directory, and how many), or a --no-inputs run recorded anything:
+    else the two sides would not differ by the recording."""
+    path = os.path.join(run_dir, "inputs.jsonl")
+    if not recorded:
+        if os.path.exists(path):
+            sys.exit(f"bench: inputs: {path} written under --no-inputs")
+        return
+    if not os.path.exists(path):
+        sys.exit(f"bench: inputs: no {path}: the recording would measure nothing")
+    prefix, count = expect
+    data = 0
+    with open(path) as f:
+        for line in f:
+            rec = json.loads(line)
+            if rec["class"] == "data" and rec["path"].startswith(prefix) and not rec.get("folder"):
+                if "content" not in rec:
+                    sys.exit(f"bench: inputs: {rec['path']} recorded without its digest: {line[:300]}")
+                data += 1
+    if data != count:
+        sys.exit(f"bench: inputs: {path} holds {data} data files under {prefix}, the program read {count}")
+
+
+def bench_inputs(work, results):
+    """What `reprun exec` costs to record the files a program read (issue 36): the preload library's
+    log, Python's audit hook, and reprun's fingerprints of the data after the run, with its hash
+    cache warm. Two programs (bench/inputs_program.py, Debian's Python and PyTorch): a DataLoader with
+    2 workers over 10,000 files of 3,072 bytes, and one read of a 1 GiB file that an earlier run
+    read too, unchanged. Each runs as `reprun exec --runs 1 -q` with and without --no-inputs, in
+    max(15, BENCH_REPS) pairs (the order within a pair alternates), after one untimed run of each
+    (the page cache, the hash cache, Python's bytecode). The ratio is the median over the pairs of
+    recorded / not recorded CPU time of reprun and every process under it; the added milliseconds
+    are the median of the pairs' differences."""
+    base = os.path.join(work, "inputs")
+    data = os.path.join(base, "data")
+    os.makedirs(data)
+    block = os.urandom(3072 * 64)
+    for i in range(10_000):
+        with open(os.path.join(data, f"{i:05d}.bin"), "wb") as f:
+            f.write(block[(i % 64) * 3072:(i % 64 + 1) * 3072][:-8] + i.to_bytes(8, "little"))
+    big = os.path.join(base, "big")
+    os.makedirs(big)
+    need = (1 << 30) + (64 << 20)
+    if shutil.disk_usage(base).free < need:
+        sys.exit(f"bench: inputs: {need / 1e9:.1f} GB free needed in {base}")
+    chunk = bytearray(os.urandom(1 << 20))
+    with open(os.path.join(big, "big.bin"), "wb") as f:  # real bytes, not a sparse file's zeros
+        for i in range(1024):
+            chunk[:8] = i.to_bytes(8, "little")
+            f.write(chunk)
+    env = dict(PEER_ENV, XDG_CACHE_HOME=os.path.join(work, "inputs-cache"), OMP_WAIT_POLICY="PASSIVE")
+    program = os.path.join(ROOT, "bench", "inputs_program.py")
+    cases = (("loader", [PY, program, "loader", "data"], ("data/", 10_000)),
+             ("stream", [PY, program, "stream", "big"], ("big/big.bin", 1)))
+    out = {}
+    for name, cmd, expect in cases:
+        def one(recorded, tag):
+            d = os.path.join(work, f"inputs-run-{name}-{tag}")
+            exec_cmd = [REPRUN, "exec", "--runs", "1", "-o", d, "-q"] + ([] if recorded else ["--no-inputs"])
+            cpu, wall = exec_cpu(exec_cmd + ["--"] + cmd, base, env, os.path.join(work, f"inputs-{name}.log"))
+            check_inputs(os.path.join(d, "run-1"), recorded, expect)
+            shutil.rmtree(d)
+            return cpu, wall
+
+        one(True, "warm")
+        one(False, "warm")
+        runs = {True: [], False: []}
+        for i in range(INPUTS_PAIRS):
+            for recorded in ((False, True) if i % 2 == 0 else (True, False)):
+                runs[recorded].append(one(recorded, str(i)))
+        cpu = {k: [c for c, _ in v] for k, v in runs.items()}
+        wall = {k: [w for _, w in v] for k, v in runs.items()}
+        ratios = [r / p for r, p in zip(cpu[True], cpu[False])]
+        added = [(r - p) * 1000 for r, p in zip(cpu[True], cpu[False])]
+        wall_ratios = [r / p for r, p in zip(wall[True], wall[False])]
+        print(f"bench: inputs {name}: per-pair CPU ratios {' '.join(f'{r:.3f}' for r in ratios)}; added ms "
+              f"{' '.join(f'{a:.0f}' for a in added)}; wall ratios {' '.join(f'{r:.3f}' for r in wall_ratios)}",
+              file=sys.stderr)
+        out[name] = {"pairs": INPUTS_PAIRS, "recorded_cpu_seconds": cpu[True], "plain_cpu_seconds": cpu[False],
+                     "recorded_seconds": wall[True], "plain_seconds": wall[False], "pair_ratios": ratios,
+                     "ratio": median(ratios), "added_ms": median(added), "wall_ratio": median(wall_ratios),
+                     "recorded_cpu_median": median(cpu[True]), "plain_cpu_median": median(cpu[False]),
+                     "target": INPUTS_TARGET}
+    shutil.rmtree(base)
+    results["inputs_overhead"] = out
 
 
 def bench_gemm(results):
@@ -647,6 +755,15 @@ def table(results):
             lines.append(f"| exec --vary resume, one boundary snapshot ({b['states']} states), mnist-mlp with Adam | "
                          f"{b['snapshot_ms']:.2f} ms | one training step {b['step_ms']:.2f} ms | "
                          f"{b['snapshot_ms'] / b['step_ms']:.2f} steps | a few per run |")
+    for name, what in (("loader", "a DataLoader, 2 workers, 10,000 files of 3 KB"),
+                       ("stream", "one read of a 1 GiB file read before, unchanged")):
+        # "reprun" is the program under reprun exec recording what it read, the peer --no-inputs.
+        r = results.get("inputs_overhead", {}).get(name)
+        if r:
+            lines.append(f"| exec recording what the program read: {what}; CPU of all processes, warm hash cache | "
+                         f"{r['recorded_cpu_median']:.3f} s ({r['added_ms']:+.0f} ms) | --no-inputs "
+                         f"{r['plain_cpu_median']:.3f} s | {r['ratio']:.3f} (recorded / not, median of {r['pairs']} "
+                         f"pairs; wall time {r['wall_ratio']:.2f}) | <= {r['target']:.2f} |")
     if "hash" in results:
         h = results["hash"]
         for peer in ("openssl_xargs_P2", "b3sum", "sha256sum"):
@@ -715,7 +832,7 @@ def main():
     work = tempfile.mkdtemp(prefix="reprun-bench.")
     sections = (("trainer", lambda: bench_trainer(work, results)), ("gemm", lambda: bench_gemm(results)),
                 ("digits", lambda: bench_digits(work, results)), ("search", lambda: bench_search(work, results)),
-                ("capture", lambda: bench_capture(work, results)),
+                ("capture", lambda: bench_capture(work, results)), ("inputs", lambda: bench_inputs(work, results)),
                 ("hash", lambda: bench_hash(work, results)), ("diff", lambda: bench_diff(work, results)),
                 ("mpi", lambda: bench_mpi(work, results)), ("gpu", lambda: bench_gpu(work, results)),
                 ("startup", lambda: bench_startup(results)))

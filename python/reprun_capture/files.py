@@ -21,6 +21,8 @@ _state = {"fd": None, "skip": (), "cwd": "", "busy": False}
 
 
 def _escape(path):
+    if path.isprintable() and "\\" not in path:  # nothing to escape (the usual path): no loop over it
+        return path
     out = []
     for ch in path:
         o = ord(ch)

@@ -116,7 +116,7 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, std::optional<L
   opt.own_dirs = own_dirs(plan, run);
   opt.written_earlier = *plan.written;
   HashOptions ho;
-  opt.cache_dir = hash_cache_file(ho);
+  opt.cache_dir = fs::path(hash_cache_file(ho)).parent_path().string();
   if (::isatty(2) == 1 && plan.opt.on_note) {
     opt.progress = [&](uint64_t done, uint64_t total) {
       std::cerr << fmt::format("\rreprun exec: fingerprinting what the program read: {} of {} MB", done >> 20, total >> 20)

@@ -5,6 +5,7 @@
 #include "reprun/core/error.hpp"
 #include "reprun/core/hash.hpp"
 #include "reprun/core/threadpool.hpp"
+#include "reprun/meta/content_cache.hpp"
 #include "reprun/record/files_log.hpp"
 
 #include <algorithm>
@@ -15,7 +16,9 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <map>
+#include <memory>
 #include <set>
+#include <span>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <thread>
@@ -81,7 +84,10 @@ ContentSummary summarize_fd(int fd, const std::string& path, uint64_t size) {
   ContentSummary s;
   s.size = size;
   Sha256 sha;
-  std::vector<char> buf(1 << 20);
+  // Sized to the file (a run may read 10,000 files of a few KB), and not zero-filled.
+  const size_t buf_size = static_cast<size_t>(std::min<uint64_t>(1 << 20, std::max<uint64_t>(8192, size + 1)));
+  const std::unique_ptr<char[]> buf_data(new char[buf_size]);
+  const std::span<char> buf(buf_data.get(), buf_size);
   // Text: no NUL in the first 8 KiB, and small enough to count its lines.
   ssize_t got = ::pread(fd, buf.data(), std::min<size_t>(8192, buf.size()), 0);
   s.text = size <= k_text_cap && got >= 0 && std::find(buf.begin(), buf.begin() + got, '\0') == buf.begin() + got;
@@ -161,6 +167,12 @@ ContentSummary summarize_fd(int fd, const std::string& path, uint64_t size) {
   }
   s.sha256 = sha.hex_digest();
   return s;
+}
+
+bool same_state(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
+         a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec &&
+         a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
 }
 
 struct Seen {
@@ -356,6 +368,9 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       }
     });
   }
+  // Large files whose state is unchanged since an earlier record: their summary from the content
+  // cache (content_cache.hpp), in the hash cache's folder.
+  const std::string& cache_dir = opt.cache_dir;
   const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ThreadPool pool(std::min<int>(threads, std::max<int>(1, static_cast<int>(to_hash.size()))));
   pool.parallel_for(static_cast<int>(to_hash.size()), [&](int i, int) {
@@ -376,9 +391,19 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       done += f.size;
       return;
     }
+    if (content_cache_lookup(cache_dir, st, f.content)) {
+      f.hashed = true;
+      done += f.size;
+      return;
+    }
     try {
       f.content = summarize_content(f.path);
       f.hashed = true;
+      struct stat after {};
+      if (static_cast<uint64_t>(st.st_size) >= k_content_cache_min && ::stat(f.path.c_str(), &after) == 0 &&
+          same_state(st, after)) {
+        content_cache_store(cache_dir, st, f.content); // unchanged while it was read
+      }
     } catch (const Error& e) {
       f.note = e.what();
     }
@@ -409,8 +434,6 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
 
 // ---- JSON -----------------------------------------------------------------------------------------
 
-namespace {
-
 ojson content_json(const ContentSummary& c) {
   ojson j = {{"size", c.size}, {"sha256", c.sha256}};
   if (c.text) {
@@ -431,7 +454,24 @@ ojson content_json(const ContentSummary& c) {
   return j;
 }
 
-} // namespace
+ContentSummary content_from_json(const ojson& c) {
+  ContentSummary s;
+  s.size = c.value("size", uint64_t{0});
+  s.sha256 = c.value("sha256", "");
+  s.text = c.contains("lines");
+  s.lines = c.value("lines", 0L);
+  s.block_lines = c.value("block_lines", 0L);
+  s.block_bytes = c.value("block_bytes", uint64_t{0});
+  if (c.contains("blocks") && c["blocks"].is_array()) {
+    s.blocks = c["blocks"].get<std::vector<std::string>>();
+  }
+  s.tail_from = c.value("tail_from", 0L);
+  const std::string tail = c.value("tail", "");
+  for (size_t i = 0; i + 8 <= tail.size(); i += 8) {
+    s.tail.push_back(static_cast<uint32_t>(std::stoul(tail.substr(i, 8), nullptr, 16)));
+  }
+  return s;
+}
 
 std::string input_line(const InputFile& f) {
   ojson j = {{"path", f.path}, {"class", f.cls}};
@@ -486,22 +526,8 @@ InputFile input_from_json(const ojson& j) {
     f.names = j["names"].get<std::vector<std::string>>();
   }
   if (j.contains("content") && j["content"].is_object()) {
-    const ojson& c = j["content"];
     f.hashed = true;
-    f.content.size = c.value("size", uint64_t{0});
-    f.content.sha256 = c.value("sha256", "");
-    f.content.text = c.contains("lines");
-    f.content.lines = c.value("lines", 0L);
-    f.content.block_lines = c.value("block_lines", 0L);
-    f.content.block_bytes = c.value("block_bytes", uint64_t{0});
-    if (c.contains("blocks") && c["blocks"].is_array()) {
-      f.content.blocks = c["blocks"].get<std::vector<std::string>>();
-    }
-    f.content.tail_from = c.value("tail_from", 0L);
-    const std::string tail = c.value("tail", "");
-    for (size_t i = 0; i + 8 <= tail.size(); i += 8) {
-      f.content.tail.push_back(static_cast<uint32_t>(std::stoul(tail.substr(i, 8), nullptr, 16)));
-    }
+    f.content = content_from_json(j["content"]);
   }
   return f;
 }

@@ -102,6 +102,9 @@ ContentSummary summarize_content(const std::string& path);
 nlohmann::ordered_json inputs_manifest(const InputsRecord& r);
 std::string input_line(const InputFile& f);
 InputFile input_from_json(const nlohmann::ordered_json& j);
+// A summary as inputs.jsonl's "content" object, and back.
+nlohmann::ordered_json content_json(const ContentSummary& c);
+ContentSummary content_from_json(const nlohmann::ordered_json& c);
 
 // Where `path` (absolute) is under `dir` (absolute): true also when equal.
 bool path_under(const std::string& path, const std::string& dir);
