@@ -428,8 +428,19 @@ private:
       return; // something recorded differs, or the environment was varied: not "same inputs and environment"
     }
     if (run_kind(m_r.a.manifest) == "exec" || run_kind(m_r.b.manifest) == "exec") {
-      add(4.5, "thread-dependent or non-deterministic code in the program: same inputs and environment, different "
-               "numbers",
+      // "Same inputs" only where both runs recorded what they read (not under --no-inputs, nor a run
+      // recorded before reprun recorded inputs).
+      auto recorded = [](const ojson& m) {
+        return m.is_object() && m.contains("inputs") && m["inputs"].is_object() && m["inputs"].contains("recorded") &&
+               m["inputs"]["recorded"].is_string();
+      };
+      const bool ra_in = recorded(m_r.a.manifest), rb_in = recorded(m_r.b.manifest);
+      const std::string same = ra_in && rb_in ? "same inputs and environment"
+                               : !ra_in && !rb_in
+                                   ? "same environment (what the program read was not recorded)"
+                                   : fmt::format("same environment (what the program read was not recorded in {})",
+                                                 ra_in ? "B" : "A");
+      add(4.5, "thread-dependent or non-deterministic code in the program: " + same + ", different numbers",
           uses_torch() ? fmt::format("make the framework deterministic (torch.use_deterministic_algorithms(True){}), "
                                      "seed every generator, and fix the thread counts",
                                      cuda_workspace())

@@ -24,8 +24,11 @@ std::string grouped(long long n) {
   return n < 0 ? "-" + s : s;
 }
 
+// A key prefix: "inputs" covers "inputs.files.x", and a folder covers its files ("inputs.files.samples"
+// covers "inputs.files.samples/001.npy").
 bool has_prefix(const std::string& key, const std::string& p) {
-  return key == p || (key.size() > p.size() && key.compare(0, p.size(), p) == 0 && key[p.size()] == '.');
+  return key == p || (key.size() > p.size() && key.compare(0, p.size(), p) == 0 &&
+                      (key[p.size()] == '.' || (key[p.size()] == '/' && p.rfind("inputs.files.", 0) == 0)));
 }
 
 std::vector<std::string> split_lines(const std::string& text) {

@@ -108,6 +108,7 @@ const std::vector<Rule>& rules() {
         {"inputs.processes", "dataset", 90, K::informational},
         {"inputs.unrecorded", "dataset", 90, K::informational},
         {"inputs.recorded", "dataset", 90, K::informational},
+        {"inputs.why", "dataset", 90, K::informational}, // why nothing was recorded: not a difference
         {"inputs", "dataset", 1, K::material},
         {"config", "config", 2, K::material},
         {"config_digest", "config", 2, K::material},
@@ -337,7 +338,8 @@ void refuse_unknown_ignores(const ojson& a, const ojson& b, const std::map<std::
     for (const char* files : {"data.files", "inputs.files"}) { // compared file by file, not flattened
       const ojson::json_pointer ptr(std::string("/") + (files[0] == 'd' ? "data" : "inputs") + "/files");
       const bool recorded = (a.is_object() && a.contains(ptr)) || (b.is_object() && b.contains(ptr));
-      known = known || (recorded && has_prefix(files, p));
+      // inputs.files.PATH: a file of inputs.jsonl, which the manifest need not list (a long list).
+      known = known || (recorded && (has_prefix(files, p) || p.rfind(std::string(files) + ".", 0) == 0));
     }
     if (!known) {
       std::sort(names.begin(), names.end());

@@ -478,8 +478,15 @@ CheckResult recorded_run(const ExecPlan& plan, CheckResult& res) {
   const ojson manifest = dir.read_manifest();
   if (manifest.contains("inputs") && manifest["inputs"].is_object() && manifest["inputs"].contains("counts")) {
     const ojson& c = manifest["inputs"]["counts"];
-    what += fmt::format(", read {} data file{} and {} code file{}", c.value("data", 0), c.value("data", 0) == 1 ? "" : "s",
-                        c.value("code", 0), c.value("code", 0) == 1 ? "" : "s");
+    const long data = c.value("data", 0L), folders = c.value("data_folders", 0L), code = c.value("code", 0L);
+    what += fmt::format(", read {} data file{}{} and {} code file{}", data, data == 1 ? "" : "s",
+                        folders > 0 ? fmt::format(" (and listed {} folder{})", folders, folders == 1 ? "" : "s") : "",
+                        code, code == 1 ? "" : "s");
+    const ojson& u = manifest["inputs"].value("unrecorded", ojson::array());
+    if (u.is_array() && !u.empty()) {
+      what += fmt::format("; {} process{} not recorded (inputs.unrecorded in its manifest)", u.size(),
+                          u.size() == 1 ? "" : "es");
+    }
   } else if (!plan.opt.record_inputs) {
     what += ", inputs not recorded (--no-inputs)";
   }

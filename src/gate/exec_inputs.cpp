@@ -112,6 +112,7 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, std::optional<L
   }
   for (const auto& d : plan.opt.stat_only_dirs) {
     opt.stat_only_dirs.push_back(fs::absolute(d).lexically_normal().string());
+    opt.data_dirs.push_back(opt.stat_only_dirs.back()); // data too, wherever it is: by size and time only
   }
   opt.own_dirs = own_dirs(plan, run);
   opt.written_earlier = *plan.written;

@@ -307,8 +307,8 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     const bool interpreter = under_any(path, prefixes);
     const bool data_place = (path_under(path, opt.cwd) || named || under_any(path, opt.data_dirs)) && !own &&
                             !interpreter && !(hidden_component(path.substr(std::min(path.size(), opt.cwd.size()))) && !named);
-    if (own || interpreter) {
-      f.cls = "other"; // reprun's own files, the interpreter's
+    if (own || interpreter || path_under(path, "/dev") || path_under(path, "/proc") || path_under(path, "/sys")) {
+      f.cls = "other"; // reprun's own files, the interpreter's, devices and the kernel's (/dev/null written)
     } else if ((s.first_writes && !s.module) || opt.written_earlier.count(path)) {
       f.cls = "written";
     } else if (!data_place && !(s.module && !system_path(path) && !hidden_component(path))) {
@@ -535,10 +535,15 @@ InputFile input_from_json(const ojson& j) {
 ojson inputs_manifest(const InputsRecord& r) {
   ojson files = ojson::array();
   ojson folders = ojson::array();
-  long counts[4] = {0, 0, 0, 0}; // data, code, other, written
+  long counts[4] = {0, 0, 0, 0}; // data, code, other, written: files
+  long data_folders = 0;          // listed folders of data, counted apart from the files
   for (const auto& f : r.files) {
     const int k = f.cls == "data" ? 0 : f.cls == "code" ? 1 : f.cls == "other" ? 2 : 3;
-    ++counts[k];
+    if (k == 0 && f.folder) {
+      ++data_folders;
+    } else {
+      ++counts[k];
+    }
     if (k >= 2) {
       continue;
     }
@@ -564,7 +569,9 @@ ojson inputs_manifest(const InputsRecord& r) {
     unrecorded.push_back({{"path", u.path}, {"reason", u.reason}});
   }
   ojson m = {{"recorded", "reprun.files/1"},
-             {"counts", {{"data", counts[0]}, {"code", counts[1]}, {"other", counts[2]}, {"written", counts[3]}}},
+             {"counts",
+              {{"data", counts[0]}, {"data_folders", data_folders}, {"code", counts[1]}, {"other", counts[2]},
+               {"written", counts[3]}}},
              {"processes", r.processes}};
   constexpr size_t k_listed = 200; // more go to inputs.jsonl only; the manifest keeps a digest of them
   if (files.size() <= k_listed) {

@@ -81,9 +81,11 @@ std::string diff_markdown(const DiffResult& r, const std::string& heading, const
       header = true;
     }
     const auto shown = shown_difference(m.a, m.b, 60);
-    std::string a = m.key == "data.files" ? dataset_sentence(r.dataset) : shown.first;
+    // An input file: what changed in it, in A's column (its digests say nothing to a reader).
+    const bool said = m.key == "data.files" || !m.detail.empty();
+    std::string a = m.key == "data.files" ? dataset_sentence(r.dataset) : !m.detail.empty() ? m.detail : shown.first;
     o += fmt::format("| {} | {} | `{}` | {} | {} |\n", m.rank, m.category, esc_md(m.key), esc_md(a),
-                     esc_md(m.key == "data.files" ? "" : shown.second));
+                     esc_md(said ? "" : shown.second));
   }
   if (header) {
     o += "\n";
@@ -373,8 +375,9 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
        "<th>A</th><th>B</th><th>counted</th></tr>\n";
   for (const auto& m : r.meta) {
     const auto shown = shown_difference(m.a, m.b, 60);
-    std::string a = m.key == "data.files" ? dataset_sentence(r.dataset) : shown.first;
-    std::string b = m.key == "data.files" ? "" : shown.second;
+    const bool said = m.key == "data.files" || !m.detail.empty(); // an input file: what changed in it
+    std::string a = m.key == "data.files" ? dataset_sentence(r.dataset) : !m.detail.empty() ? m.detail : shown.first;
+    std::string b = said ? "" : shown.second;
     // Values, keys and reasons may break anywhere (digests and paths have no spaces), so that the
     // table fits the page with every column in view.
     const bool counted = m.kind == MetaDelta::Kind::material;

@@ -10,7 +10,7 @@
 //   stdout.txt, stderr.txt, artifacts/    what a program run by `reprun exec` left
 //   events.jsonl    exec: the torch.save and torch.load calls of a program, and the state at its
 //                   resume boundary (one JSON line each, written by reprun_capture)
-//   inputs.jsonl    exec: every file the program's processes opened, one JSON line each (record/inputs.hpp);
+//   inputs.jsonl    exec: every file the program's processes opened, one JSON line each (meta/inputs.hpp);
 //                   files.log and py-files.log are the raw logs it is made from, removed once it is
 //   code/           exec: the text of the program's code files (capped), for a diff to show changed lines
 //   processes/N/    exec --vary resume: the files of the run's N-th process (1 killed, 2 resumed),

@@ -1,0 +1,110 @@
+// What a program read (meta/inputs.hpp) and its comparison (audit/inputs_diff.hpp): what changed in a
+// text file said from the digests its record keeps (appended lines, lines changed in place, a block
+// of a long file), the files two runs read differently named for a sentence, a file changed between
+// the runs found (a replay could not reproduce both), and the record's classes (a Python process's
+// import-system listings are not the program's, a device is never written data).
+#include "reprun/audit/inputs_diff.hpp"
+#include "reprun/meta/inputs.hpp"
+#include "reprun/record/files_log.hpp"
+#include "testing.hpp"
+
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <fstream>
+#include <string>
+
+using namespace reprun;
+
+namespace {
+
+ContentSummary summary_of(const std::string& dir, const std::string& name, const std::string& text) {
+  const std::string path = dir + "/" + name;
+  std::ofstream(path) << text;
+  return summarize_content(path);
+}
+
+std::string lines(int from, int to, int changed = -1) {
+  std::string s;
+  for (int i = from; i <= to; ++i) {
+    s += i == changed ? "changed\n" : "row " + std::to_string(i) + "\n";
+  }
+  return s;
+}
+
+MetaDelta input_delta(const std::string& path, const std::string& a, const std::string& b, const std::string& detail) {
+  MetaDelta d;
+  d.key = "inputs.files." + path;
+  d.category = "dataset";
+  d.a = a;
+  d.b = b;
+  d.detail = detail;
+  return d;
+}
+
+} // namespace
+
+TEST_CASE("Inputs: what changed in a text file is said from its digests") {
+  testing::TempDir t;
+  const ContentSummary base = summary_of(t.path(), "a.csv", lines(1, 1500));
+  CHECK(describe_content_change(base, summary_of(t.path(), "b.csv", lines(1, 1520))) ==
+        "1,500 -> 1,520 lines; the first 1,500 are identical (20 appended)");
+  CHECK(describe_content_change(base, summary_of(t.path(), "c.csv", lines(1, 1500, 7))) ==
+        "line 7 changed (1,500 lines in both)");
+  CHECK(describe_content_change(base, summary_of(t.path(), "d.csv", lines(1, 1490))) ==
+        "1,500 -> 1,490 lines; the first 1,490 are identical (10 removed at the end)");
+  // A file longer than the lines whose digests are kept: the block of the first difference.
+  const ContentSummary big = summary_of(t.path(), "e.csv", lines(1, 20000));
+  const std::string said = describe_content_change(big, summary_of(t.path(), "f.csv", lines(1, 20000, 70)));
+  CHECK(said == "20,000 -> 20,000 lines; the first 64 are identical, and the first difference is in lines 65-128");
+}
+
+TEST_CASE("Inputs: the files two runs read differently, and a file that changed between them") {
+  DiffResult r;
+  r.meta.push_back(input_delta("sa/x.pt", "read", "(not read)", "read by A only (python3 (load.py:5))"));
+  r.meta.push_back(input_delta("sb/x.pt", "(not read)", "read", "read by B only (python3 (load.py:5))"));
+  CHECK(differing_inputs(r) == "sa/x.pt (read by A only (python3 (load.py:5))), sb/x.pt (read by B only (python3 "
+                               "(load.py:5)))");
+  CHECK(input_changed_between(r).empty()); // each run's file is still there: a replay reads it again
+  const std::string da(64, 'a'), db(64, 'b');
+  r.meta.push_back(input_delta("data/train.csv", da, db, "1,500 -> 1,520 lines; the first 1,500 are identical (20 appended)"));
+  CHECK(input_changed_between(r) == "data/train.csv: 1,500 -> 1,520 lines; the first 1,500 are identical (20 appended)");
+  r.meta.back().kind = MetaDelta::Kind::ignored; // --ignore-meta inputs
+  CHECK(input_changed_between(r).empty());
+}
+
+TEST_CASE("Inputs: a Python process's import-system listings and a device are not the program's data") {
+  testing::TempDir t;
+  std::ofstream(t.path() + "/table.csv") << "1,2\n";
+  FilesLog log;
+  auto ev = [](char e, long long a, const std::string& p) {
+    FileEvent f;
+    f.pid = 7;
+    f.event = e;
+    f.a = a;
+    f.b = 3;
+    f.path = p;
+    return f;
+  };
+  log.events.push_back(ev('S', 1, "/usr/bin/python3"));
+  log.events.push_back(ev('D', 0, t.path()));                         // the import system lists sys.path[0]
+  log.events.push_back(ev('O', O_WRONLY, "/dev/null"));             // output thrown away
+  log.events.push_back(ev('O', O_RDONLY, t.path() + "/table.csv"));   // the program's read
+  PyFileEvent prefix;
+  prefix.pid = 7;
+  prefix.event = "prefix";
+  prefix.path = "/usr/lib/python3.11";
+  log.py.push_back(prefix);
+  InputsOptions opt;
+  opt.cwd = t.path();
+  const InputsRecord r = record_inputs(log, opt, [](long, const std::string&) {});
+  bool table = false;
+  for (const auto& f : r.files) {
+    if (f.path == "table.csv") {
+      table = f.cls == "data" && f.hashed;
+    }
+    CHECK_MESSAGE(!(f.folder && f.cls == "data"), f.path);       // no listing of the program's
+    CHECK_MESSAGE(!(f.path == "/dev/null" && f.cls != "other"), f.cls);
+  }
+  CHECK(table);
+}
