@@ -17,7 +17,7 @@ import os
 import sys
 
 _EVENTS = ("open", "os.listdir", "os.scandir")
-_state = {"fd": None, "skip": (), "cwd": "", "busy": False}
+_state = {"fd": None, "skip": (), "stdlib": (), "cwd": "", "busy": False}
 
 
 def _escape(path):
@@ -81,12 +81,20 @@ def _hook(event, args):
             if event == "open":
                 _write("module", "-", _where(frame), path)
             return
-        where = _where(frame)
         if event == "open":
             mode = args[1] if len(args) > 1 and isinstance(args[1], str) else "r"
-            _write("open", mode, where, path)
-        elif where != "-":  # a listing with no line of the program's: the interpreter's own (sys.path)
-            _write("listdir", "-", where, path)
+            _write("open", mode, _where(frame), path)
+            return
+        # A listing is the program's when its own code asked for it, directly or through the standard
+        # library (glob, os.walk, pathlib); a package's own (torch looking for its CUDA libraries on
+        # sys.path) and the interpreter's are not.
+        stdlib = _state["stdlib"]
+        while frame is not None and (frame.f_code.co_filename.startswith(stdlib) or
+                                     frame.f_code.co_filename.startswith("<")):
+            frame = frame.f_back
+        if frame is None or frame.f_code.co_filename.startswith(_state["skip"]):
+            return
+        _write("listdir", "-", _where(frame), path)
     except Exception:
         _state["fd"] = None  # stop recording, never raise into the program
     finally:
@@ -98,7 +106,8 @@ def _at_exit():
         _state["busy"] = True
         for module in list(sys.modules.values()):
             path = getattr(module, "__file__", None)
-            if isinstance(path, str):
+            # Some objects in sys.modules carry a __file__ that is no file (torch._classes: "_classes.py").
+            if isinstance(path, str) and os.path.isfile(path):
                 _write("module", "-", "-", os.path.abspath(path))
     except Exception:
         pass
@@ -124,6 +133,8 @@ def arm(log_path):
     for p in sorted(prefixes):
         _write("prefix", "-", "-", p)
     _state["skip"] = tuple(sorted(p + os.sep for p in prefixes))
+    stdlib = {os.path.abspath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib") if sysconfig.get_paths().get(k)}
+    _state["stdlib"] = tuple(sorted(p + os.sep for p in stdlib))
     _state["cwd"] = os.getcwd() + os.sep
     atexit.register(_at_exit)
     sys.addaudithook(_hook)

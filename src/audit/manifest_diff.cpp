@@ -109,6 +109,7 @@ const std::vector<Rule>& rules() {
         {"inputs.unrecorded", "dataset", 90, K::informational},
         {"inputs.recorded", "dataset", 90, K::informational},
         {"inputs.why", "dataset", 90, K::informational}, // why nothing was recorded: not a difference
+        {"inputs.preload", "dataset", 90, K::informational},
         {"inputs", "dataset", 1, K::material},
         {"config", "config", 2, K::material},
         {"config_digest", "config", 2, K::material},

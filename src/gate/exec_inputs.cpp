@@ -159,7 +159,12 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, std::optional<L
                                   f.path));
     }
   }
-  return inputs_manifest(r);
+  ojson m = inputs_manifest(r);
+  if (plan.preload.empty()) {
+    // Only the Python processes' audit hook recorded: say why, so that a reader knows what is missing.
+    m["preload"] = plan.preload_missing + ": only the files Python processes opened are recorded";
+  }
+  return m;
 }
 
 } // namespace reprun

@@ -36,6 +36,30 @@ constexpr size_t k_max_blocks = 4096;          // block sizes double until a fil
 constexpr size_t k_tail_lines = 8192;          // the last lines digested one by one (all of a smaller file)
 constexpr const char* k_code_ext[] = {".py", ".sh", ".bash", ".pl", ".rb", ".js", ".lua", ".R", ".jl"};
 
+// A file name as JSON can carry it: bytes that are not UTF-8 (Linux names are any bytes but '/' and
+// NUL) written as \xHH, so that inputs.jsonl and the manifest stay valid JSON and two such names
+// stay apart.
+std::string json_name(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size() && !(n == 2 && c < 0xC2);
+    for (size_t k = 1; ok && k < n; ++k) {
+      ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    }
+    if (ok) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      out += fmt::format("\\x{:02X}", c);
+      ++i;
+    }
+  }
+  return out;
+}
+
 bool ends_with(const std::string& s, const char* suffix) {
   const size_t n = std::char_traits<char>::length(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
@@ -195,12 +219,17 @@ bool path_under(const std::string& path, const std::string& dir) {
 }
 
 ContentSummary summarize_content(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  // A data set is often a symbolic link to a disk elsewhere: followed. O_NONBLOCK: a FIFO put in the
+  // file's place since it was looked at must not block the open (it is refused below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     throw Error(path, std::string("cannot read: ") + std::strerror(errno));
   }
   struct stat st {};
-  ::fstat(fd, &st);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(path, "not a regular file");
+  }
   try {
     ContentSummary s = summarize_fd(fd, path, static_cast<uint64_t>(st.st_size));
     ::close(fd);
@@ -259,12 +288,15 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   };
   // A Python process armed the audit hook, which records the listings the program asked for with its
   // line; the folders its import system lists (sys.path) are the interpreter's, not the program's.
+  const bool preloaded = std::any_of(log.events.begin(), log.events.end(), [](const FileEvent& e) { return e.event == 'S'; });
   std::set<long> python_pids;
   for (const auto& e : log.py) {
     python_pids.insert(e.pid);
   }
+  std::map<std::string, bool> python_listed; // a Python process's listings: whether each succeeded
   for (const auto& e : log.events) {
     if ((e.event == 'D' || (e.event == 'O' && (e.a & O_DIRECTORY) != 0)) && python_pids.count(e.pid)) {
+      python_listed[e.path] = python_listed[e.path] || e.b >= 0;
       continue;
     }
     if (e.event == 'S') {
@@ -288,7 +320,11 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     if (e.event == "open" || e.event == "listdir") {
       const bool writes = e.mode.find_first_of("wax+") != std::string::npos;
       const bool reads = e.event == "listdir" || e.mode.empty() || e.mode.find_first_of("r+") != std::string::npos;
-      note_open(e.path, e.event == "listdir", reads, writes, true, false, nullptr,
+      // Python's audit event comes before the open: whether it succeeded, the preload library's record
+      // says (without it, as when LD_PRELOAD could not carry it, the open is taken as made).
+      const auto listed = python_listed.find(e.path);
+      const bool ok = e.event == "listdir" && listed != python_listed.end() ? listed->second : !preloaded;
+      note_open(e.path, e.event == "listdir", reads, writes, ok, false, nullptr,
                 (exe_of.count(e.pid) ? exe_of[e.pid] : std::string("python")) + " (" + e.where + ")");
     } else if (e.event == "module") {
       note_open(e.path, false, true, false, true, false, nullptr, "import")->module = true;
@@ -474,14 +510,14 @@ ContentSummary content_from_json(const ojson& c) {
 }
 
 std::string input_line(const InputFile& f) {
-  ojson j = {{"path", f.path}, {"class", f.cls}};
+  ojson j = {{"path", json_name(f.path)}, {"class", f.cls}};
   if (f.folder) {
     j["folder"] = true;
   }
   j["read"] = f.read;
   j["written"] = f.written;
   j["existed"] = f.existed;
-  j["opened_by"] = f.opened_by;
+  j["opened_by"] = json_name(f.opened_by);
   j["size"] = f.size;
   j["mtime_ns"] = f.mtime_ns;
   if (f.changed_while_running) {
@@ -495,13 +531,17 @@ std::string input_line(const InputFile& f) {
   }
   if (f.folder && !f.listing_sha256.empty()) {
     j["listing_sha256"] = f.listing_sha256;
-    j["names"] = f.names;
+    ojson names = ojson::array();
+    for (const auto& n : f.names) {
+      names.push_back(json_name(n));
+    }
+    j["names"] = names;
   }
   if (f.code_copy >= 0) {
     j["code_copy"] = f.code_copy;
   }
   if (!f.note.empty()) {
-    j["note"] = f.note;
+    j["note"] = json_name(f.note);
   }
   return j.dump() + "\n";
 }
@@ -548,10 +588,10 @@ ojson inputs_manifest(const InputsRecord& r) {
       continue;
     }
     if (f.folder) {
-      folders.push_back({{"path", f.path}, {"entries", f.names.size()}, {"listing_sha256", f.listing_sha256}});
+      folders.push_back({{"path", json_name(f.path)}, {"entries", f.names.size()}, {"listing_sha256", f.listing_sha256}});
       continue;
     }
-    ojson e = {{"path", f.path}, {"class", f.cls}};
+    ojson e = {{"path", json_name(f.path)}, {"class", f.cls}};
     if (f.hashed) {
       e["size"] = f.content.size;
       e["sha256"] = f.content.sha256;
@@ -559,14 +599,14 @@ ojson inputs_manifest(const InputsRecord& r) {
       e["size"] = f.size;
       e["missing"] = !f.existed;
       if (!f.note.empty()) {
-        e["note"] = f.note;
+        e["note"] = json_name(f.note);
       }
     }
     files.push_back(std::move(e));
   }
   ojson unrecorded = ojson::array();
   for (const auto& u : r.unrecorded) {
-    unrecorded.push_back({{"path", u.path}, {"reason", u.reason}});
+    unrecorded.push_back({{"path", json_name(u.path)}, {"reason", u.reason}});
   }
   ojson m = {{"recorded", "reprun.files/1"},
              {"counts",

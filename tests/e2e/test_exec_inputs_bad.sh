@@ -1,0 +1,97 @@
+# What a program read, on bad input (issue 36 item 5): each recorded or refused as what it is, with
+# a note, never a crash or a hang:
+#  (a) a file deleted by the program before reprun hashes it, a FIFO, a device, a symbolic-link loop,
+#      a data file reached through a symbolic link, names with a newline and with bytes that are not
+#      UTF-8: inputs.jsonl is valid JSON, every one recorded, the notes say why one has no digest;
+#  (b) a program that opens one file 50,000 times: one record of it;
+#  (c) an install path with a space (which LD_PRELOAD cannot carry): a note, the run recorded, its
+#      Python process's files still recorded by the audit hook;
+#  (d) a file made unreadable after the program read it (not as root): a note, no digest.
+source "$(dirname "$0")/lib.sh"
+PY=$(command -v python3) || skip "no python3"
+
+cat >bad.py <<'PYSRC'
+import os
+def read(p):
+    with open(p, "rb") as f:
+        f.read()
+read("gone.csv")
+os.remove("gone.csv")
+os.mkfifo("pipe")
+os.close(os.open("pipe", os.O_RDONLY | os.O_NONBLOCK))
+open("/dev/zero", "rb").read(16)
+try:
+    open("loop")
+except OSError:
+    pass
+read("linked.csv")
+read("new\nline.csv")
+read(b"latin\xff.csv")
+PYSRC
+echo "1,2" >gone.csv
+echo "3,4" >real.csv
+ln -s real.csv linked.csv
+ln -s loop loop
+echo "5,6" >"new
+line.csv"
+"$PY" -c "open(b'latin\xff.csv', 'w').write('7,8\n')"
+timeout 120 "$REPRUN" exec -o "$T/a" --runs 1 -q -- "$PY" bad.py >"$T/out" 2>"$T/err"
+RC=$?
+[[ $RC == 0 ]] || fail "(a) exit $RC: $(cat "$T/out" "$T/err")"
+"$PY" - "$T/a/run-1/inputs.jsonl" <<'PYCHECK' || fail "(a) $(cut -c1-300 "$T/a/run-1/inputs.jsonl" | grep -v '"other"')"
+import json, sys
+files = {}
+for line in open(sys.argv[1], encoding="utf-8"):
+    j = json.loads(line)
+    files[j["path"]] = j
+def has(p, cls):
+    assert p in files, (p, sorted(k for k in files if not k.startswith("/")))
+    assert files[p]["class"] == cls, files[p]
+    return files[p]
+assert "gone before reprun read it" in has("gone.csv", "data").get("note", ""), files["gone.csv"]
+assert "FIFO" in has("pipe", "data").get("note", ""), files["pipe"]
+assert files["/dev/zero"]["class"] == "other", files["/dev/zero"]
+assert has("loop", "data")["existed"] is False, files["loop"]
+assert "content" in has("linked.csv", "data"), files["linked.csv"]
+assert "content" in has("new\nline.csv", "data"), files["new\nline.csv"]
+latin = [p for p in files if p.startswith("latin")]
+assert len(latin) == 1 and "content" in files[latin[0]], latin
+PYCHECK
+
+# (b) one file opened 50,000 times.
+cat >many.py <<'PYSRC'
+for i in range(50000):
+    with open("real.csv") as f:
+        f.read()
+PYSRC
+timeout 300 "$REPRUN" exec -o "$T/b" --runs 1 -q -- "$PY" many.py >"$T/out" 2>"$T/err" || fail "(b) exit $?: $(cat "$T/err")"
+[[ $(grep -c '"path":"real.csv"' "$T/b/run-1/inputs.jsonl") == 1 ]] || fail "(b) real.csv not recorded once"
+
+# (c) reprun installed under a path with a space.
+inst="$T/with space"
+mkdir -p "$inst"
+cp "$REPRUN" "$(dirname "$REPRUN")/libreprun_preload.so" "$inst/"
+cp -r "$(dirname "$REPRUN")/python" "$inst/" 2>/dev/null || true
+"$inst/reprun" exec -o "$T/c" --runs 1 -- "$PY" -c "open('real.csv').read()" >"$T/out" 2>"$T/err" || fail "(c) exit $?: $(cat "$T/err")"
+grep -q "holds a space or a colon, which LD_PRELOAD cannot carry" "$T/err" || fail "(c) no note: $(cat "$T/err")"
+"$PY" - "$T/c/run-1/manifest.json" <<'PYCHECK' || fail "(c) $(cat "$T/c/run-1/manifest.json" | head -c 2000)"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m.get("env", {}).get("LD_PRELOAD") is None, m.get("env")  # never recorded as the program's
+assert "space or a colon" in m["inputs"].get("preload", ""), m["inputs"]
+assert any(f["path"] == "real.csv" for f in m["inputs"]["files"]), m["inputs"]
+PYCHECK
+
+# (d) unreadable after the read (root reads anything: not tested as root).
+if [[ $(id -u) != 0 ]]; then
+  echo "9,9" >locked.csv
+  cat >lock.py <<'PYSRC'
+import os
+open("locked.csv").read()
+os.chmod("locked.csv", 0)
+PYSRC
+  "$REPRUN" exec -o "$T/d" --runs 1 -q -- "$PY" lock.py >"$T/out" 2>"$T/err" || fail "(d) exit $?: $(cat "$T/err")"
+  grep -q '"path":"locked.csv".*"note":"[^"]*cannot read' "$T/d/run-1/inputs.jsonl" || fail "(d) $(grep locked "$T/d/run-1/inputs.jsonl")"
+  chmod 644 locked.csv
+fi
+pass
