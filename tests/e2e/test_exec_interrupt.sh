@@ -58,7 +58,9 @@ expect_nothing_left() {
   local left
   left=$(job_left)
   [[ -z $left ]] || fail "$1: processes of the job outlived reprun: $left"
-  [[ -z $(ls -A "$T/tmp") ]] || fail "$1: a temporary work directory was left: $(ls "$T/tmp")"
+  # reprun's work directories (reprun-exec.*, reprun-check.*); torch 2.x keeps a cache of its own
+  # there (torchinductor_USER), which is the program's.
+  [[ -z $(ls -A "$T/tmp" | grep '^reprun-') ]] || fail "$1: a temporary work directory was left: $(ls "$T/tmp")"
 }
 # The exit status of background job $1 (started with setsid: its process group is its pid), once it
 # ends; one that still runs after 60 s fails the test, its group killed.
@@ -149,5 +151,5 @@ rc=$?
 grep -q "the temporary work directory was removed (-o WORK_DIR or --keep keeps it)$" "$T/i.err" || fail "check without -o: $(cat "$T/i.err")"
 sleep 0.5
 [[ -z $(training_left) ]] || fail "check without -o: its training outlived it"
-[[ -z $(ls -A "$T/tmp") ]] || fail "check without -o: a temporary work directory was left: $(ls "$T/tmp")"
+[[ -z $(ls -A "$T/tmp" | grep '^reprun-') ]] || fail "check without -o: a temporary work directory was left: $(ls "$T/tmp")"
 pass
