@@ -188,9 +188,12 @@ public:
   }
   // The child's own exit, without waiting; true once it is reaped.
   bool poll_exit() {
-    if (!m_reaped && ::waitpid(m_pid, &m_status, WNOHANG) == m_pid) {
-      m_reaped = true;
-      m_reaped_at = Clock::now();
+    if (!m_reaped) {
+      const pid_t p = ::waitpid(m_pid, &m_status, WNOHANG);
+      if (p == m_pid || (p < 0 && errno == ECHILD)) { // ECHILD: reaped already, never to be seen again
+        m_reaped = true;
+        m_reaped_at = Clock::now();
+      }
     }
     return m_reaped;
   }
@@ -206,13 +209,19 @@ public:
   }
   // A member of the group is still there (the group is empty once every member is reaped).
   bool group_alive() const { return m_group && ::kill(-m_pid, 0) == 0; }
-  // Reaps the members of the group that became our children (we are their subreaper).
-  void reap_group() const {
+  // Reaps the members of the group that became our children (we are their subreaper). The child
+  // leads the group: when it is among them, its status is kept (poll_exit would never see it again).
+  void reap_group() {
     if (!m_group) {
       return;
     }
     int st = 0;
-    while (::waitpid(-m_pid, &st, WNOHANG) > 0) {
+    for (pid_t p; (p = ::waitpid(-m_pid, &st, WNOHANG)) > 0;) {
+      if (p == m_pid && !m_reaped) {
+        m_status = st;
+        m_reaped = true;
+        m_reaped_at = Clock::now();
+      }
     }
   }
   bool reaped() const { return m_reaped; }
