@@ -304,21 +304,7 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       }
     }
   }
-  // The order diff_manifests gives: material by rank, then informational, varied, ignored, the rest.
-  auto order = [](MetaDelta::Kind k) {
-    switch (k) {
-    case MetaDelta::Kind::material: return 0;
-    case MetaDelta::Kind::informational: return 1;
-    case MetaDelta::Kind::varied: return 2;
-    case MetaDelta::Kind::ignored: return 3;
-    case MetaDelta::Kind::unrecorded: return 4;
-    case MetaDelta::Kind::volatile_field: return 5;
-    }
-    return 6;
-  };
-  std::stable_sort(r.meta.begin(), r.meta.end(), [&](const MetaDelta& x, const MetaDelta& y) {
-    return order(x.kind) != order(y.kind) ? order(x.kind) < order(y.kind) : x.rank < y.rank;
-  });
+  sort_deltas(r.meta); // in the order diff_manifests gives
 }
 
 } // namespace reprun

@@ -487,13 +487,17 @@ std::vector<MetaDelta> diff_manifests(const ojson& a, const ojson& b, const Diff
     }
     out.push_back(d);
   }
-  std::stable_sort(out.begin(), out.end(), [](const MetaDelta& x, const MetaDelta& y) {
+  sort_deltas(out);
+  return out;
+}
+
+void sort_deltas(std::vector<MetaDelta>& deltas) {
+  std::stable_sort(deltas.begin(), deltas.end(), [](const MetaDelta& x, const MetaDelta& y) {
     if (kind_order(x.kind) != kind_order(y.kind)) {
       return kind_order(x.kind) < kind_order(y.kind);
     }
     return x.rank < y.rank;
   });
-  return out;
 }
 
 } // namespace reprun

@@ -197,6 +197,10 @@ void reclassify_divergence(DiffResult& r, DivergenceKind kind);
 // part at that step.
 bool set_root_rank(DiffResult& r, int rank);
 
+// Sorts deltas as diff_manifests gives them: material by rank, then informational, varied, ignored,
+// unrecorded and volatile ones (stable within each).
+void sort_deltas(std::vector<MetaDelta>& deltas);
+
 // Manifest comparison alone (used by diff_runs; exposed for tests).
 std::vector<MetaDelta> diff_manifests(const nlohmann::ordered_json& a, const nlohmann::ordered_json& b,
                                       const DiffOptions& opt, DatasetDelta& dataset);
