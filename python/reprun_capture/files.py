@@ -16,8 +16,12 @@ Nothing here ever raises into the program: a failure to record stops recording, 
 import os
 import sys
 
-_EVENTS = ("open", "os.listdir", "os.scandir")
-_state = {"fd": None, "skip": (), "stdlib": (), "cwd": "", "busy": False}
+_EVENTS = frozenset(("open", "os.listdir", "os.scandir", "os.chdir"))
+# fd: the log; head: "PID\t" of this process (renewed in a forked child); dir: the current directory
+# for relative paths, None once the program changes it (the event comes before the change: it is read
+# again at the next open); cwd: the directory at start with a separator, cut from the program's file
+# names.
+_state = {"fd": None, "head": "", "skip": (), "stdlib": (), "cwd": "", "dir": None, "busy": False}
 
 
 def _escape(path):
@@ -43,7 +47,7 @@ def _write(event, mode, where, path):
     fd = _state["fd"]
     if fd is None:
         return
-    line = "%d\t%s\t%s\t%s\t%s\n" % (os.getpid(), event, mode, where, _escape(path))
+    line = "%s%s\t%s\t%s\t%s\n" % (_state["head"], event, mode, where, _escape(path))
     os.write(fd, line.encode("utf-8", "surrogateescape"))
 
 
@@ -64,13 +68,23 @@ def _hook(event, args):
         return
     _state["busy"] = True
     try:
+        if event == "os.chdir":
+            _state["dir"] = None
+            return
         path = args[0] if args else None
         if isinstance(path, int):  # an open of a file descriptor: no path
             return
         if path is None:
             path = "."
-        path = os.fsdecode(path)
-        path = os.path.abspath(path)
+        if type(path) is not str:
+            path = os.fsdecode(path)
+        if not path.startswith("/"):
+            # Joined, not normalized: reprun reads "." and ".." in both logs' paths as Python's
+            # normpath does (files_log.cpp), which costs no call here at every open.
+            base = _state["dir"]
+            if base is None:
+                base = _state["dir"] = os.getcwd().rstrip("/") + "/"
+            path = base + path
         try:
             frame = sys._getframe(1)
         except ValueError:  # no Python frame: the interpreter opening the script itself
@@ -113,6 +127,10 @@ def _at_exit():
         pass
 
 
+def _forked():
+    _state["head"] = "%d\t" % os.getpid()
+
+
 def arm(log_path):
     """Installs the hook once per interpreter (a forked child inherits it and its fd)."""
     if _state["fd"] is not None:
@@ -121,6 +139,7 @@ def arm(log_path):
     import sysconfig
 
     _state["fd"] = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    _state["head"] = "%d\t" % os.getpid()
     prefixes = set()
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         p = sysconfig.get_paths().get(key)
@@ -136,5 +155,6 @@ def arm(log_path):
     stdlib = {os.path.abspath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib") if sysconfig.get_paths().get(k)}
     _state["stdlib"] = tuple(sorted(p + os.sep for p in stdlib))
     _state["cwd"] = os.getcwd() + os.sep
+    os.register_at_fork(after_in_child=_forked)
     atexit.register(_at_exit)
     sys.addaudithook(_hook)

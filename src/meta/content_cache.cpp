@@ -2,11 +2,15 @@
 #include "reprun/meta/content_cache.hpp"
 
 #include "reprun/core/atomic_file.hpp"
+#include "reprun/core/hash.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <ctime>
 #include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sys/stat.h>
 
 namespace reprun {
@@ -65,6 +69,226 @@ void content_cache_store(const std::string& dir, const struct stat& st, const Co
     fs::create_directories(dir + "/inputs-v1", ec);
     write_file_atomic(entry_path(dir, st), key_line(st) + "\n" + content_json(c).dump() + "\n");
   } catch (const std::exception&) { // a cache that cannot be written is no cache
+  }
+}
+
+} // namespace reprun
+
+// ---- FolderCache ------------------------------------------------------------------------------
+
+namespace reprun {
+
+namespace {
+
+constexpr const char* k_folder_magic = "reprun.inputs-folder/1 ";
+
+std::string folder_file(const std::string& dir, const std::string& folder) {
+  return dir + "/inputs-v1/folder-" + hex64(xxh3_64(folder.data(), folder.size()));
+}
+
+std::string folder_key(const struct stat& st) {
+  return fmt::format("{} {} {} {} {}", static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                     static_cast<uint64_t>(st.st_size), ns(st.st_mtim), ns(st.st_ctim));
+}
+
+// The (dev, ino) a key starts with.
+std::pair<uint64_t, uint64_t> inode_of(std::string_view key) {
+  uint64_t dev = 0, ino = 0;
+  const char* end = key.data() + key.size();
+  auto r = std::from_chars(key.data(), end, dev);
+  if (r.ptr < end) {
+    std::from_chars(r.ptr + 1, end, ino);
+  }
+  return {dev, ino};
+}
+
+// The next space-separated field of `v` from `at`.
+std::string_view field(std::string_view v, size_t& at) {
+  const size_t end = std::min(v.find(' ', at), v.size());
+  const std::string_view f = v.substr(std::min(at, v.size()), end - std::min(at, v.size()));
+  at = end + 1;
+  return f;
+}
+
+template <class T> bool number(std::string_view s, T& out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size() && !s.empty();
+}
+
+bool hex_digits(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) {
+    out += s;
+  }
+  return out.empty() ? "-" : out;
+}
+
+} // namespace
+
+std::string FolderCache::encode(const ContentSummary& c) {
+  if (!c.text) {
+    return fmt::format("b {} {} {}", c.sha256, c.block_bytes, joined(c.blocks));
+  }
+  std::string tail;
+  tail.reserve(c.tail.size() * 8);
+  for (uint32_t v : c.tail) {
+    fmt::format_to(std::back_inserter(tail), "{:08x}", v);
+  }
+  return fmt::format("t {} {} {} {} {} {}", c.sha256, c.lines, c.block_lines, c.tail_from, joined(c.blocks),
+                     tail.empty() ? "-" : tail);
+}
+
+bool FolderCache::decode(std::string_view line, uint64_t size, ContentSummary& out) {
+  ContentSummary c;
+  c.size = size;
+  size_t at = 0;
+  const std::string_view kind = field(line, at);
+  const std::string_view sha = field(line, at);
+  if (sha.size() != 64 || !hex_digits(sha) || (kind != "b" && kind != "t")) {
+    return false;
+  }
+  c.sha256 = std::string(sha);
+  c.text = kind == "t";
+  std::string_view blocks;
+  if (c.text) {
+    if (!number(field(line, at), c.lines) || !number(field(line, at), c.block_lines) ||
+        !number(field(line, at), c.tail_from)) {
+      return false;
+    }
+    blocks = field(line, at);
+    const std::string_view tail = field(line, at);
+    if (tail != "-") {
+      if (tail.size() % 8 != 0 || !hex_digits(tail)) {
+        return false;
+      }
+      for (size_t i = 0; i < tail.size(); i += 8) {
+        uint32_t v = 0;
+        std::from_chars(tail.data() + i, tail.data() + i + 8, v, 16);
+        c.tail.push_back(v);
+      }
+    }
+  } else {
+    if (!number(field(line, at), c.block_bytes)) {
+      return false;
+    }
+    blocks = field(line, at);
+  }
+  if (at <= line.size()) {
+    return false; // more fields than the format has
+  }
+  if (blocks != "-") {
+    if (blocks.size() % 16 != 0 || !hex_digits(blocks)) {
+      return false;
+    }
+    for (size_t i = 0; i < blocks.size(); i += 16) {
+      c.blocks.emplace_back(blocks.substr(i, 16));
+    }
+  }
+  out = std::move(c);
+  return true;
+}
+
+void FolderCache::load(const std::vector<std::string>& folders) {
+  if (m_dir.empty()) {
+    return;
+  }
+  for (const auto& folder : folders) {
+    Folder& f = m_folders[folder];
+    try {
+      f.text = read_file(folder_file(m_dir, folder));
+    } catch (const std::exception&) { // none yet, unreadable: no entries
+      continue;
+    }
+    const std::string_view v(f.text);
+    size_t eol = v.find('\n');
+    if (eol == std::string_view::npos || v.substr(0, eol) != std::string(k_folder_magic) + folder) {
+      continue; // another format, or another folder's file under the same name
+    }
+    for (size_t at = eol + 1; at < v.size(); at = eol + 1) {
+      eol = v.find('\n', at);
+      if (eol == std::string_view::npos) {
+        break; // a cut last line
+      }
+      const std::string_view line = v.substr(at, eol - at);
+      size_t sp = 0;
+      for (int i = 0; i < 5 && sp != std::string_view::npos; ++i) {
+        sp = line.find(' ', i == 0 ? 0 : sp + 1);
+      }
+      if (sp != std::string_view::npos) {
+        f.entries.try_emplace(line.substr(0, sp), line.substr(sp + 1));
+      }
+    }
+  }
+}
+
+bool FolderCache::lookup(const std::string& folder, const struct stat& st, ContentSummary& out) {
+  const auto f = m_folders.find(folder);
+  if (f == m_folders.end()) {
+    return false;
+  }
+  char key[128];
+  const auto n = fmt::format_to_n(key, sizeof key, "{} {} {} {} {}", static_cast<uint64_t>(st.st_dev),
+                                  static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size), ns(st.st_mtim),
+                                  ns(st.st_ctim));
+  const auto e = f->second.entries.find(std::string_view(key, std::min(n.size, sizeof key)));
+  if (e == f->second.entries.end() || !decode(e->second.line, static_cast<uint64_t>(st.st_size), out)) {
+    return false;
+  }
+  e->second.hit.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+void FolderCache::store(const std::string& folder, const struct stat& st, const ContentSummary& c) {
+  const int64_t racy_ns = (static_cast<int64_t>(std::time(nullptr)) - 2) * 1'000'000'000;
+  if (m_dir.empty() || c.size != static_cast<uint64_t>(st.st_size) || ns(st.st_mtim) >= racy_ns) {
+    return;
+  }
+  std::string line = encode(c);
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  const auto f = m_folders.find(folder);
+  if (f != m_folders.end()) {
+    f->second.added.emplace_back(folder_key(st), std::move(line));
+  }
+}
+
+void FolderCache::flush() {
+  for (auto& [folder, f] : m_folders) {
+    if (f.added.empty()) {
+      continue;
+    }
+    std::string text = k_folder_magic + folder + "\n";
+    std::set<std::pair<uint64_t, uint64_t>> written; // one entry per inode: its newest state
+    for (const auto& [key, line] : f.added) {
+      if (written.insert(inode_of(key)).second) {
+        text.append(key).append(" ").append(line).append("\n");
+      }
+    }
+    // Then the entries this run found (still valid), then others while there is room.
+    size_t hits = 0;
+    for (const auto& [key, e] : f.entries) {
+      hits += e.hit.load(std::memory_order_relaxed) ? 1 : 0;
+    }
+    const size_t cap = 2 * (f.added.size() + hits) + 1024;
+    for (const bool found : {true, false}) {
+      for (const auto& [key, e] : f.entries) {
+        if (!found && written.size() >= cap) {
+          break;
+        }
+        if (e.hit.load(std::memory_order_relaxed) == found && written.insert(inode_of(key)).second) {
+          text.append(key).append(" ").append(e.line).append("\n");
+        }
+      }
+    }
+    try {
+      std::error_code ec;
+      fs::create_directories(m_dir + "/inputs-v1", ec);
+      write_file_atomic(folder_file(m_dir, folder), text);
+    } catch (const std::exception&) { // a cache that cannot be written is no cache
+    }
   }
 }
 

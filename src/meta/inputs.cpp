@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
+#include <unordered_map>
 
 namespace reprun {
 
@@ -40,6 +41,9 @@ constexpr const char* k_code_ext[] = {".py", ".sh", ".bash", ".pl", ".rb", ".js"
 // NUL) written as \xHH, so that inputs.jsonl and the manifest stay valid JSON and two such names
 // stay apart.
 std::string json_name(const std::string& s) {
+  if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+    return s; // ASCII: UTF-8 as it is
+  }
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
@@ -81,7 +85,7 @@ std::string source_of_pyc(const std::string& p) {
   return ((dir.filename() == "__pycache__" ? dir.parent_path() : dir) / (stem + ".py")).string();
 }
 
-bool hidden_component(const std::string& p) {
+bool hidden_component(std::string_view p) {
   for (size_t at = p.find("/."); at != std::string::npos; at = p.find("/.", at + 1)) {
     if (at + 2 < p.size() && p[at + 2] != '/' && !(p[at + 2] == '.' && (at + 3 == p.size() || p[at + 3] == '/'))) {
       return true;
@@ -210,12 +214,15 @@ struct Seen {
 
 } // namespace
 
-bool path_under(const std::string& path, const std::string& dir) {
+bool path_under(std::string_view path, std::string_view dir) {
   if (dir.empty()) {
     return false;
   }
-  const std::string d = dir.size() > 1 && dir.back() == '/' ? dir.substr(0, dir.size() - 1) : dir;
-  return path == d || (path.size() > d.size() && path.compare(0, d.size(), d) == 0 && (path[d.size()] == '/' || d == "/"));
+  if (dir.size() > 1 && dir.back() == '/') {
+    dir.remove_suffix(1);
+  }
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+                         (path[dir.size()] == '/' || dir == "/"));
 }
 
 ContentSummary summarize_content(const std::string& path) {
@@ -245,7 +252,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   InputsRecord r;
   r.skipped_lines = log.skipped;
   std::map<long, std::string> exe_of; // pid -> its executable's name
-  std::map<std::string, Seen> seen;
+  std::unordered_map<std::string, Seen> seen; // by absolute path
   long n = 0;
   std::vector<std::string> prefixes;
   for (const auto& e : log.py) {
@@ -342,7 +349,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     const bool own = under_any(path, opt.own_dirs);
     const bool interpreter = under_any(path, prefixes);
     const bool data_place = (path_under(path, opt.cwd) || named || under_any(path, opt.data_dirs)) && !own &&
-                            !interpreter && !(hidden_component(path.substr(std::min(path.size(), opt.cwd.size()))) && !named);
+                            !interpreter && !(hidden_component(std::string_view(path).substr(std::min(path.size(), opt.cwd.size()))) && !named);
     if (own || interpreter || path_under(path, "/dev") || path_under(path, "/proc") || path_under(path, "/sys")) {
       f.cls = "other"; // reprun's own files, the interpreter's, devices and the kernel's (/dev/null written)
     } else if ((s.first_writes && !s.module) || opt.written_earlier.count(path)) {
@@ -404,9 +411,20 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       }
     });
   }
-  // Large files whose state is unchanged since an earlier record: their summary from the content
-  // cache (content_cache.hpp), in the hash cache's folder.
+  // Files whose state is unchanged since an earlier record: their summary from the content cache
+  // (content_cache.hpp), in the hash cache's folder; the large by inode, the small by folder.
   const std::string& cache_dir = opt.cache_dir;
+  auto folder_of = [](const std::string& path) { return path.substr(0, std::max<size_t>(1, path.rfind('/'))); };
+  FolderCache folders(cache_dir);
+  {
+    std::set<std::string> names;
+    for (const Seen* s : to_hash) {
+      if (!s->f.stat_only) {
+        names.insert(folder_of(s->f.path));
+      }
+    }
+    folders.load(std::vector<std::string>(names.begin(), names.end()));
+  }
   const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ThreadPool pool(std::min<int>(threads, std::max<int>(1, static_cast<int>(to_hash.size()))));
   pool.parallel_for(static_cast<int>(to_hash.size()), [&](int i, int) {
@@ -427,7 +445,9 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       done += f.size;
       return;
     }
-    if (content_cache_lookup(cache_dir, st, f.content)) {
+    const bool small = static_cast<uint64_t>(st.st_size) < k_content_cache_min;
+    const std::string folder = small ? folder_of(f.path) : std::string();
+    if (small ? folders.lookup(folder, st, f.content) : content_cache_lookup(cache_dir, st, f.content)) {
       f.hashed = true;
       done += f.size;
       return;
@@ -436,58 +456,118 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       f.content = summarize_content(f.path);
       f.hashed = true;
       struct stat after {};
-      if (static_cast<uint64_t>(st.st_size) >= k_content_cache_min && ::stat(f.path.c_str(), &after) == 0 &&
-          same_state(st, after)) {
-        content_cache_store(cache_dir, st, f.content); // unchanged while it was read
+      if (::stat(f.path.c_str(), &after) == 0 && same_state(st, after)) { // unchanged while it was read
+        if (small) {
+          folders.store(folder, st, f.content);
+        } else {
+          content_cache_store(cache_dir, st, f.content);
+        }
       }
     } catch (const Error& e) {
       f.note = e.what();
     }
     done += f.size;
   });
+  folders.flush();
   finished = true;
   if (progress.joinable()) {
     progress.join();
   }
+  std::vector<Seen*> order; // by absolute path
+  order.reserve(seen.size());
+  for (auto& [path, s] : seen) {
+    order.push_back(&s);
+  }
+  std::sort(order.begin(), order.end(), [](const Seen* a, const Seen* b) { return a->f.path < b->f.path; });
   // Code: keep its text, for a diff to show the changed lines.
   long code_index = 0;
-  for (auto& [path, s] : seen) {
-    if (s.f.cls == "code" && s.f.hashed && s.f.content.size <= opt.code_cap && keep_code) {
+  for (Seen* s : order) {
+    if (s->f.cls == "code" && s->f.hashed && s->f.content.size <= opt.code_cap && keep_code) {
       try {
-        keep_code(code_index, read_file(path));
-        s.f.code_copy = code_index++;
+        keep_code(code_index, read_file(s->f.path));
+        s->f.code_copy = code_index++;
       } catch (const Error&) {
       }
     }
   }
-  for (auto& [path, s] : seen) {
-    s.f.path = relative_to(s.f.path, opt.cwd);
-    r.files.push_back(std::move(s.f));
+  for (Seen* s : order) {
+    s->f.path = relative_to(s->f.path, opt.cwd);
   }
-  std::sort(r.files.begin(), r.files.end(), [](const InputFile& a, const InputFile& b) { return a.path < b.path; });
+  std::sort(order.begin(), order.end(), [](const Seen* a, const Seen* b) { return a->f.path < b->f.path; });
+  r.files.reserve(order.size());
+  for (Seen* s : order) {
+    r.files.push_back(std::move(s->f));
+  }
   return r;
 }
 
 // ---- JSON -----------------------------------------------------------------------------------------
 
-ojson content_json(const ContentSummary& c) {
-  ojson j = {{"size", c.size}, {"sha256", c.sha256}};
-  if (c.text) {
-    j["lines"] = c.lines;
-    j["block_lines"] = c.block_lines;
-  } else {
-    j["block_bytes"] = c.block_bytes;
+namespace {
+
+// `v` as a JSON string, as nlohmann's dump() writes it (valid UTF-8 in: json_name's output).
+void append_json_string(std::string& out, std::string_view v) {
+  out += '"';
+  if (std::all_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != '"' && c != '\\'; })) {
+    out.append(v); // nothing to escape
+    out += '"';
+    return;
   }
-  j["blocks"] = c.blocks;
-  if (c.text) {
-    j["tail_from"] = c.tail_from;
-    std::string tail;
-    for (uint32_t v : c.tail) {
-      tail += fmt::format("{:08x}", v);
+  for (const char ch : v) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+    case '"': out += "\\\""; break;
+    case '\\': out += "\\\\"; break;
+    case '\b': out += "\\b"; break;
+    case '\f': out += "\\f"; break;
+    case '\n': out += "\\n"; break;
+    case '\r': out += "\\r"; break;
+    case '\t': out += "\\t"; break;
+    default:
+      if (c < 0x20) {
+        fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
+      } else {
+        out += ch;
+      }
     }
-    j["tail"] = tail;
   }
-  return j;
+  out += '"';
+}
+
+// content_json's object, written straight: inputs.jsonl holds one per file read (10,000 and more).
+void append_content(std::string& out, const ContentSummary& c) {
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "{{\"size\":{},\"sha256\":", c.size);
+  append_json_string(out, c.sha256);
+  if (c.text) {
+    fmt::format_to(it, ",\"lines\":{},\"block_lines\":{}", c.lines, c.block_lines);
+  } else {
+    fmt::format_to(it, ",\"block_bytes\":{}", c.block_bytes);
+  }
+  out += ",\"blocks\":[";
+  for (size_t i = 0; i < c.blocks.size(); ++i) {
+    if (i > 0) {
+      out += ',';
+    }
+    append_json_string(out, c.blocks[i]);
+  }
+  out += ']';
+  if (c.text) {
+    fmt::format_to(it, ",\"tail_from\":{},\"tail\":\"", c.tail_from);
+    for (uint32_t v : c.tail) {
+      fmt::format_to(it, "{:08x}", v);
+    }
+    out += '"';
+  }
+  out += '}';
+}
+
+} // namespace
+
+ojson content_json(const ContentSummary& c) {
+  std::string text;
+  append_content(text, c);
+  return ojson::parse(text);
 }
 
 ContentSummary content_from_json(const ojson& c) {
@@ -510,40 +590,50 @@ ContentSummary content_from_json(const ojson& c) {
 }
 
 std::string input_line(const InputFile& f) {
-  ojson j = {{"path", json_name(f.path)}, {"class", f.cls}};
+  std::string out;
+  out.reserve(f.hashed ? 320 : 200);
+  auto it = std::back_inserter(out);
+  out += "{\"path\":";
+  append_json_string(out, json_name(f.path));
+  out += ",\"class\":";
+  append_json_string(out, f.cls);
   if (f.folder) {
-    j["folder"] = true;
+    out += ",\"folder\":true";
   }
-  j["read"] = f.read;
-  j["written"] = f.written;
-  j["existed"] = f.existed;
-  j["opened_by"] = json_name(f.opened_by);
-  j["size"] = f.size;
-  j["mtime_ns"] = f.mtime_ns;
+  fmt::format_to(it, ",\"read\":{},\"written\":{},\"existed\":{},\"opened_by\":", f.read, f.written, f.existed);
+  append_json_string(out, json_name(f.opened_by));
+  fmt::format_to(it, ",\"size\":{},\"mtime_ns\":{}", f.size, f.mtime_ns);
   if (f.changed_while_running) {
-    j["changed_while_running"] = true;
+    out += ",\"changed_while_running\":true";
   }
   if (f.stat_only) {
-    j["stat_only"] = true;
+    out += ",\"stat_only\":true";
   }
   if (f.hashed) {
-    j["content"] = content_json(f.content);
+    out += ",\"content\":";
+    append_content(out, f.content);
   }
   if (f.folder && !f.listing_sha256.empty()) {
-    j["listing_sha256"] = f.listing_sha256;
-    ojson names = ojson::array();
-    for (const auto& n : f.names) {
-      names.push_back(json_name(n));
+    out += ",\"listing_sha256\":";
+    append_json_string(out, f.listing_sha256);
+    out += ",\"names\":[";
+    for (size_t i = 0; i < f.names.size(); ++i) {
+      if (i > 0) {
+        out += ',';
+      }
+      append_json_string(out, json_name(f.names[i]));
     }
-    j["names"] = names;
+    out += ']';
   }
   if (f.code_copy >= 0) {
-    j["code_copy"] = f.code_copy;
+    fmt::format_to(it, ",\"code_copy\":{}", f.code_copy);
   }
   if (!f.note.empty()) {
-    j["note"] = json_name(f.note);
+    out += ",\"note\":";
+    append_json_string(out, json_name(f.note));
   }
-  return j.dump() + "\n";
+  out += "}\n";
+  return out;
 }
 
 InputFile input_from_json(const ojson& j) {
@@ -573,7 +663,7 @@ InputFile input_from_json(const ojson& j) {
 }
 
 ojson inputs_manifest(const InputsRecord& r) {
-  ojson files = ojson::array();
+  std::vector<const InputFile*> listed; // data and code files
   ojson folders = ojson::array();
   long counts[4] = {0, 0, 0, 0}; // data, code, other, written: files
   long data_folders = 0;          // listed folders of data, counted apart from the files
@@ -589,20 +679,9 @@ ojson inputs_manifest(const InputsRecord& r) {
     }
     if (f.folder) {
       folders.push_back({{"path", json_name(f.path)}, {"entries", f.names.size()}, {"listing_sha256", f.listing_sha256}});
-      continue;
-    }
-    ojson e = {{"path", json_name(f.path)}, {"class", f.cls}};
-    if (f.hashed) {
-      e["size"] = f.content.size;
-      e["sha256"] = f.content.sha256;
     } else {
-      e["size"] = f.size;
-      e["missing"] = !f.existed;
-      if (!f.note.empty()) {
-        e["note"] = json_name(f.note);
-      }
+      listed.push_back(&f);
     }
-    files.push_back(std::move(e));
   }
   ojson unrecorded = ojson::array();
   for (const auto& u : r.unrecorded) {
@@ -614,13 +693,28 @@ ojson inputs_manifest(const InputsRecord& r) {
                {"written", counts[3]}}},
              {"processes", r.processes}};
   constexpr size_t k_listed = 200; // more go to inputs.jsonl only; the manifest keeps a digest of them
-  if (files.size() <= k_listed) {
+  if (listed.size() <= k_listed) {
+    ojson files = ojson::array();
+    for (const InputFile* f : listed) {
+      ojson e = {{"path", json_name(f->path)}, {"class", f->cls}};
+      if (f->hashed) {
+        e["size"] = f->content.size;
+        e["sha256"] = f->content.sha256;
+      } else {
+        e["size"] = f->size;
+        e["missing"] = !f->existed;
+        if (!f->note.empty()) {
+          e["note"] = json_name(f->note);
+        }
+      }
+      files.push_back(std::move(e));
+    }
     m["files"] = files;
   } else {
     Sha256 sha;
-    for (const auto& f : files) {
-      sha.update_field("path", f["path"].get<std::string>());
-      sha.update_field("sha256", f.value("sha256", ""));
+    for (const InputFile* f : listed) {
+      sha.update_field("path", json_name(f->path));
+      sha.update_field("sha256", f->hashed ? f->content.sha256 : std::string());
     }
     m["files_sha256"] = sha.hex_digest();
   }

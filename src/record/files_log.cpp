@@ -1,45 +1,86 @@
 // The files.log and py-files.log readers: see include/reprun/record/files_log.hpp.
 #include "reprun/record/files_log.hpp"
 
+#include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 
 #include <charconv>
 #include <filesystem>
-#include <fstream>
+#include <string_view>
+#include <vector>
 
 namespace reprun {
 
 namespace {
 
-std::vector<std::string> split_tabs(const std::string& line, size_t fields) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (out.size() + 1 < fields) {
+// The first `fields` tab-separated fields of `line`, the last one holding the rest (the path, which
+// holds no raw tab: escaped); fewer when the line has fewer.
+size_t split_tabs(std::string_view line, std::string_view* out, size_t fields) {
+  size_t n = 0, start = 0;
+  while (n + 1 < fields) {
     const size_t tab = line.find('\t', start);
-    if (tab == std::string::npos) {
+    if (tab == std::string_view::npos) {
       break;
     }
-    out.push_back(line.substr(start, tab - start));
+    out[n++] = line.substr(start, tab - start);
     start = tab + 1;
   }
-  out.push_back(line.substr(start)); // the path, which holds no raw tab (escaped)
-  return out;
+  out[n++] = line.substr(start);
+  return n;
 }
 
-template <class T> bool number(const std::string& s, T& out) {
+template <class T> bool number(std::string_view s, T& out) {
   const char* end = s.data() + s.size();
   auto [p, ec] = std::from_chars(s.data(), end, out);
   return ec == std::errc() && p == end;
 }
 
-bool parse_event(const std::string& line, FileEvent& e) {
-  const auto f = split_tabs(line, 8);
-  if (f.size() != 8 || f[1].size() != 1 || !number(f[0], e.pid)) {
+// An absolute path with its "." and ".." components and repeated separators resolved by its text
+// alone, as Python's os.path.normpath does: the preload library joins a relative path with the
+// directory as given, and the audit hook does too, so that both logs name a file alike.
+std::string normal_path(std::string p) {
+  if (p.empty() || p[0] != '/') {
+    return p;
+  }
+  const bool plain = p.find("//") == std::string::npos && p.find("/./") == std::string::npos &&
+                     p.find("/../") == std::string::npos && !p.ends_with("/.") && !p.ends_with("/..") &&
+                     (p.size() == 1 || p.back() != '/');
+  if (plain) {
+    return p;
+  }
+  std::vector<std::string_view> parts;
+  const std::string_view v(p);
+  for (size_t at = 0; at < v.size();) {
+    size_t end = v.find('/', at);
+    if (end == std::string_view::npos) {
+      end = v.size();
+    }
+    const std::string_view part = v.substr(at, end - at);
+    if (part == "..") {
+      if (!parts.empty()) {
+        parts.pop_back();
+      }
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    at = end + 1;
+  }
+  std::string out;
+  for (const auto& part : parts) {
+    out += '/';
+    out += part;
+  }
+  return out.empty() ? "/" : out;
+}
+
+bool parse_event(std::string_view line, FileEvent& e) {
+  std::string_view f[8];
+  if (split_tabs(line, f, 8) != 8 || f[1].size() != 1 || !number(f[0], e.pid)) {
     return false;
   }
   e.event = f[1][0];
   if (e.event == 'X') {
-    e.reason = f[2];
+    e.reason = std::string(f[2]);
   } else if (!number(f[2], e.a)) {
     return false;
   }
@@ -48,19 +89,19 @@ bool parse_event(const std::string& line, FileEvent& e) {
       !number(f[6].substr(0, colon), e.dev) || !number(f[6].substr(colon + 1), e.ino)) {
     return false;
   }
-  e.path = unescape_log_path(f[7]);
+  e.path = normal_path(unescape_log_path(f[7]));
   return e.event == 'S' || e.event == 'O' || e.event == 'D' || e.event == 'X';
 }
 
-bool parse_py(const std::string& line, PyFileEvent& e) {
-  const auto f = split_tabs(line, 5);
-  if (f.size() != 5 || !number(f[0], e.pid)) {
+bool parse_py(std::string_view line, PyFileEvent& e) {
+  std::string_view f[5];
+  if (split_tabs(line, f, 5) != 5 || !number(f[0], e.pid)) {
     return false;
   }
-  e.event = f[1];
-  e.mode = f[2];
-  e.where = f[3];
-  e.path = unescape_log_path(f[4]);
+  e.event = std::string(f[1]);
+  e.mode = std::string(f[2]);
+  e.where = std::string(f[3]);
+  e.path = normal_path(unescape_log_path(f[4]));
   return e.event == "open" || e.event == "listdir" || e.event == "module" || e.event == "prefix";
 }
 
@@ -70,22 +111,26 @@ template <class F> void each_line(const std::string& path, F&& f) {
   if (path.empty() || !std::filesystem::exists(path, ec)) {
     return;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const std::exception&) {
     throw Error(path, "cannot read");
   }
-  std::string line;
-  while (std::getline(in, line)) {
-    if (in.eof()) {
+  const std::string_view v(text);
+  for (size_t at = 0; at < v.size();) {
+    const size_t eol = v.find('\n', at);
+    if (eol == std::string_view::npos) {
       break; // no '\n' after it
     }
-    f(line);
+    f(v.substr(at, eol - at));
+    at = eol + 1;
   }
 }
 
 } // namespace
 
-std::string unescape_log_path(const std::string& s) {
+std::string unescape_log_path(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
@@ -100,7 +145,7 @@ std::string unescape_log_path(const std::string& s) {
       out += '\n';
     } else if (c == 'x' && i + 2 < s.size()) {
       unsigned v = 0;
-      const std::string hex = s.substr(i + 1, 2);
+      const std::string_view hex = s.substr(i + 1, 2);
       if (hex.size() == 2 && std::from_chars(hex.data(), hex.data() + 2, v, 16).ec == std::errc()) {
         out += static_cast<char>(v);
         i += 2;
@@ -116,7 +161,7 @@ std::string unescape_log_path(const std::string& s) {
 
 FilesLog read_files_log(const std::string& files_log, const std::string& py_files_log) {
   FilesLog log;
-  each_line(files_log, [&](const std::string& line) {
+  each_line(files_log, [&](std::string_view line) {
     FileEvent e;
     if (parse_event(line, e)) {
       log.events.push_back(std::move(e));
@@ -124,7 +169,7 @@ FilesLog read_files_log(const std::string& files_log, const std::string& py_file
       ++log.skipped;
     }
   });
-  each_line(py_files_log, [&](const std::string& line) {
+  each_line(py_files_log, [&](std::string_view line) {
     PyFileEvent e;
     if (parse_py(line, e)) {
       log.py.push_back(std::move(e));

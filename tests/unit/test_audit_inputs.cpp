@@ -12,6 +12,7 @@
 
 #include <fcntl.h>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 using namespace reprun;
@@ -107,4 +108,59 @@ TEST_CASE("Inputs: a Python process's import-system listings and a device are no
     CHECK_MESSAGE(!(f.path == "/dev/null" && f.cls != "other"), f.cls);
   }
   CHECK(table);
+}
+
+TEST_CASE("Inputs: a record line is the JSON nlohmann's dump() writes, whatever the names hold") {
+  InputFile f;
+  f.path = std::string("dir/we\"ird\\ta\tb\x01\x7f\xff") + "\xc3\xa9.csv"; // quote, backslash, tab, controls, a byte not UTF-8, é
+  f.cls = "data";
+  f.read = true;
+  f.existed = true;
+  f.opened_by = "python3.11 (train.py:5)";
+  f.size = 12;
+  f.mtime_ns = -1;
+  f.changed_while_running = true;
+  f.hashed = true;
+  f.content.size = 12;
+  f.content.sha256 = std::string(64, 'c');
+  f.content.text = true;
+  f.content.lines = 2;
+  f.content.block_lines = 64;
+  f.content.blocks = {"0011223344556677"};
+  f.content.tail = {1, 0xffffffffu};
+  f.code_copy = 3;
+  f.note = "a note\n";
+  InputFile folder;
+  folder.path = "shards";
+  folder.cls = "data";
+  folder.folder = true;
+  folder.listing_sha256 = std::string(64, 'd');
+  folder.names = {"a.npy", "b\nc.npy"};
+  InputFile binary = f;
+  binary.content.text = false;
+  binary.content.block_bytes = 1 << 20;
+  binary.stat_only = true;
+  for (const InputFile& in : {f, folder, binary}) {
+    const nlohmann::ordered_json j = nlohmann::ordered_json::parse(input_line(in)); // valid JSON
+    CHECK(input_line(input_from_json(j)) == input_line(in));                        // read back the same
+    CHECK(j.dump() + "\n" == input_line(in));                                       // as dump() writes it
+  }
+  CHECK(nlohmann::ordered_json::parse(input_line(f))["path"] == std::string("dir/we\"ird\\ta\tb\x01\x7f\\xFF\xc3\xa9.csv"));
+}
+
+TEST_CASE("Inputs: both file logs name a file alike, '.', '..' and doubled '/' resolved by the path's text") {
+  testing::TempDir t;
+  std::ofstream(t / "files.log") << "7\tO\t0\t3\t1\t0\t1:2\t/w/./data/../data//x.csv\n"
+                                    "7\tO\t0\t3\t1\t0\t1:2\t/w/data/x.csv/.\n"
+                                    "7\tO\t0\t3\t1\t0\t1:2\t/..\n"
+                                    "7\tO\t0\t3\t1\t0\t1:2\trelative/./y\n";
+  std::ofstream(t / "py-files.log") << "7\topen\tr\tt.py:1\t/w/data/./x.csv\n";
+  const FilesLog log = read_files_log(t / "files.log", t / "py-files.log");
+  REQUIRE(log.events.size() == 4);
+  CHECK(log.events[0].path == "/w/data/x.csv");
+  CHECK(log.events[1].path == "/w/data/x.csv");
+  CHECK(log.events[2].path == "/");
+  CHECK(log.events[3].path == "relative/./y"); // its directory was unknown: as given
+  REQUIRE(log.py.size() == 1);
+  CHECK(log.py[0].path == "/w/data/x.csv");
 }

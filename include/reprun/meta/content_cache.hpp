@@ -12,14 +12,34 @@
 // Why this shape: a summary holds up to 4,096 block digests and 1,024 line digests, more than the
 // hash cache's fixed-size entries carry; one file per inode, replaced when the file changes, keeps
 // the folder as large as the set of large files read, and a run opens only the entries of the files
-// it read. Only files of at least k_content_cache_min bytes are kept: below it a read and digest
-// cost little more than opening the entry would.
+// it read. Only files of at least k_content_cache_min bytes are kept there: below it a read and
+// digest cost little more than opening the entry would.
+//
+// Smaller files (a data set of 10,000 images of a few KB, read at every run) go to FolderCache: one
+// file per folder of theirs, in `inputs-v1` too, named "folder-" and the XXH3-64 (hex) of the
+// folder's absolute path, read whole when a run read a file of that folder and rewritten whole
+// (atomically) when it summarized new ones:
+//   line 1    "reprun.inputs-folder/1 " and the folder's path (a name collision is a miss)
+//   then      "DEV INO SIZE MTIME_NS CTIME_NS " and the summary in one line:
+//             "b SHA256 BLOCK_BYTES BLOCKS" or "t SHA256 LINES BLOCK_LINES TAIL_FROM BLOCKS TAIL",
+//             BLOCKS the blocks' 16 hex digits each, TAIL the tail's 8 each, "-" for none
+// Why: a stat and a lookup in memory per file, where reading and digesting a 3 KB file cost 10 µs
+// of CPU and a file of its own per entry would cost an open. Entries of inodes a run did not see are
+// kept while the folder's entries stay under twice those it found or added, plus 1,024; a stale one
+// is only a miss.
 #pragma once
 
 #include "reprun/meta/inputs.hpp"
 
+#include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 struct stat;
 
@@ -33,5 +53,39 @@ bool content_cache_lookup(const std::string& dir, const struct stat& st, Content
 // Keeps `c`, the summary of a file in the state `st`, unless the file changed in the last seconds
 // (a change within the same timestamp tick would go unseen). Failures are ignored.
 void content_cache_store(const std::string& dir, const struct stat& st, const ContentSummary& c);
+
+// The summaries of files under k_content_cache_min bytes, by folder (above). lookup() and store()
+// may be called from several threads once load() has read the folders.
+class FolderCache {
+public:
+  explicit FolderCache(std::string dir) : m_dir(std::move(dir)) {}
+  // Reads the entries of these folders (absolute paths); call once, before lookups.
+  void load(const std::vector<std::string>& folders);
+  // The summary of a file of `folder` in exactly the state `st`, or false.
+  bool lookup(const std::string& folder, const struct stat& st, ContentSummary& out);
+  // Keeps it for flush(), unless the file changed in the last seconds.
+  void store(const std::string& folder, const struct stat& st, const ContentSummary& c);
+  // Rewrites the files of the folders that got new entries. Failures are ignored.
+  void flush();
+
+  // The one-line form of a summary, and back (false: not one).
+  static std::string encode(const ContentSummary& c);
+  static bool decode(std::string_view line, uint64_t size, ContentSummary& out);
+
+private:
+  struct Entry {
+    explicit Entry(std::string_view l) : line(l) {}
+    std::string_view line;             // the summary, in Folder::text
+    std::atomic<bool> hit{false};      // found by this run
+  };
+  struct Folder {
+    std::string text;                                          // the file as read
+    std::unordered_map<std::string_view, Entry> entries;       // "DEV INO SIZE MTIME CTIME" -> summary
+    std::vector<std::pair<std::string, std::string>> added;    // key, summary
+  };
+  std::string m_dir;
+  std::map<std::string, Folder> m_folders;
+  mutable std::mutex m_mutex;
+};
 
 } // namespace reprun

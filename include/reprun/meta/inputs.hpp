@@ -23,6 +23,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace reprun {
@@ -107,6 +108,6 @@ nlohmann::ordered_json content_json(const ContentSummary& c);
 ContentSummary content_from_json(const nlohmann::ordered_json& c);
 
 // Where `path` (absolute) is under `dir` (absolute): true also when equal.
-bool path_under(const std::string& path, const std::string& dir);
+bool path_under(std::string_view path, std::string_view dir);
 
 } // namespace reprun

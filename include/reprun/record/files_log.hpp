@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace reprun {
@@ -56,6 +57,6 @@ struct FilesLog {
 FilesLog read_files_log(const std::string& files_log, const std::string& py_files_log);
 
 // The escapes of both logs undone: \\ \t \n \xHH.
-std::string unescape_log_path(const std::string& s);
+std::string unescape_log_path(std::string_view s);
 
 } // namespace reprun
