@@ -7,7 +7,8 @@ imports torch (this package never imports it first). Then:
   `backward()` was last called on) and an exact checksum of
   every parameter after the update, named by module path (`encoder.layers.2.weight`);
 - framework facts (REPRUN_FRAMEWORK_FILE): versions, installed distributions and the determinism
-  state at the first step, for the run's manifest;
+  state at the first step, for the run's manifest (a process that never imports torch writes only
+  its interpreter's version and distributions, packages.py);
 - in a replay only, the op trace (REPRUN_OP_TRACE): every ATen op up to REPRUN_OP_TRACE_STEPS
   optimizer steps, with phase, module, source line and input and output fingerprints; or the
   inputs of one op (REPRUN_OP_SAVE) and a standalone repro.py beside them.
@@ -26,9 +27,15 @@ def _warn(msg):
 
 
 def arm():
-    """Waits for `import torch` (installs at once when torch is already imported)."""
+    """Waits for `import torch` (installs at once when torch is already imported); a process that
+    exits without it still records its interpreter's installed distributions (packages.py)."""
     from .imports import after_import
 
+    facts = os.environ.get("REPRUN_FRAMEWORK_FILE")
+    if facts:
+        from .packages import at_exit_without_torch
+
+        at_exit_without_torch(facts)
     after_import("torch", _install, lambda e: _warn(f"capture disabled: {type(e).__name__}: {e}"))
 
 

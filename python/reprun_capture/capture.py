@@ -2,7 +2,6 @@
 
 import atexit
 import functools
-import hashlib
 import json
 import operator
 import os
@@ -12,6 +11,7 @@ import weakref
 
 from .checkpoints import CheckpointWatch
 from .fingerprint import Fingerprinter
+from .packages import facts_entry, write_json_file
 
 _NON_FINITE = {"nan": '"NaN"', "inf": '"Infinity"', "-inf": '"-Infinity"'}
 
@@ -28,23 +28,6 @@ def _write_all(fd, data):
     write of a full disk goes on where it stopped."""
     while data:
         data = data[os.write(fd, data):]
-
-
-def _write_json_file(path, obj, exclusive):
-    """Writes obj to path through a temporary file; with exclusive, only when path does not exist."""
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, sort_keys=False)
-        f.write("\n")
-    if exclusive:
-        try:
-            os.link(tmp, path)  # fails when another process of the program wrote it first
-        except FileExistsError:
-            pass
-        finally:
-            os.unlink(tmp)
-    else:
-        os.replace(tmp, path)
 
 
 class _LoggedParams:
@@ -623,7 +606,7 @@ class Capture:
         self.facts_written = True
         self._facts = self.facts()
         if self.facts_path:
-            _write_json_file(self.facts_path, self._facts, exclusive=True)
+            write_json_file(self.facts_path, self._facts, exclusive=True)
 
     def _at_exit(self):
         if os.getpid() != self.pid:
@@ -636,12 +619,11 @@ class Capture:
                 return
             self.busy = True
             facts = getattr(self, "_facts", None) or self.facts()
-            dists, digest = _distributions()
-            facts["distributions"] = {"count": len(dists), "sha256": digest, "packages": dists}
+            facts["distributions"] = facts_entry()
             if self.failed_reason:
                 facts["capture_stopped"] = self.failed_reason
             # The owner rewrites its facts; a program that never stepped writes them once.
-            _write_json_file(self.facts_path, facts, exclusive=not self.facts_written)
+            write_json_file(self.facts_path, facts, exclusive=not self.facts_written)
         except Exception as e:
             self._fail("exit", e)
 
@@ -689,20 +671,3 @@ def _fill_uninitialized(torch):
         return bool(d.fill_uninitialized_memory)
 
     return get
-
-
-def _distributions():
-    """{name: version} of the installed distributions (sorted), and a digest of that list."""
-    import importlib.metadata as md
-
-    out = {}
-    for d in md.distributions():
-        try:
-            name = d.metadata["Name"]
-        except Exception:
-            name = None
-        if name and name not in out:
-            out[name] = d.version
-    out = dict(sorted(out.items(), key=lambda kv: kv[0].lower()))
-    text = "".join(f"{k}=={v}\n" for k, v in out.items())
-    return out, hashlib.sha256(text.encode()).hexdigest()

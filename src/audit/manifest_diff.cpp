@@ -288,6 +288,12 @@ std::string unrecorded_reason(const ojson& m, const std::string& key, const char
                        side);
   }
   const ojson& f = m["framework"];
+  if (!f.contains("torch") && key != "framework.name" && key != "framework.python" &&
+      !has_prefix(key, "framework.distributions")) {
+    return fmt::format("not recorded in {}: it never imported torch (a plain Python program's facts hold its "
+                       "interpreter and packages only)",
+                       side);
+  }
   if (f.contains("capture_stopped")) {
     return fmt::format("not recorded in {}: its capture stopped", side);
   }

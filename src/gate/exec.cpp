@@ -223,8 +223,9 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   const Divergence& dv = pair.diff.divergence;
   const ojson& ma = pair.diff.a.manifest;
   const ojson& mb = pair.diff.b.manifest;
-  if (plan.capture_dir.empty() || !plan.opt.localize || !dv.found || !ma.is_object() || !ma.contains("framework")) {
-    return std::nullopt; // not a PyTorch program, or no step to replay up to
+  if (plan.capture_dir.empty() || !plan.opt.localize || !dv.found || !ma.is_object() || !ma.contains("framework") ||
+      !ma["framework"].is_object() || !ma["framework"].contains("torch")) {
+    return std::nullopt; // not a PyTorch program (a plain Python one's facts name no torch), or no step to replay up to
   }
   const ojson& fa = ma["framework"];
   const ojson fb = mb.is_object() && mb.contains("framework") ? mb["framework"] : ojson();

@@ -26,7 +26,7 @@ long last_step(const RunDir& run) {
 
 bool saw_torch(const RunDir& run) {
   const ojson m = run.read_manifest();
-  return m.contains("framework") && m["framework"].is_object();
+  return m.contains("framework") && m["framework"].is_object() && m["framework"].contains("torch");
 }
 
 // A process that read another run's checkpoint: refused before anything else is said of the run.

@@ -19,6 +19,12 @@ m = json.load(open(sys.argv[1]))
 want = hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest()
 assert any(f["sha256"] == want and f["index"] == 1 for f in m["program"]["argv_files"]), m["program"]
 assert m["env"]["PYTHONHASHSEED"] == "0"
+# A program that never imports torch: its interpreter's installed distributions, as a PyTorch program's.
+f = m["framework"]
+assert f["name"] == "python" and f["python"].count(".") == 2, f
+d = f["distributions"]
+assert d["count"] == len(d["packages"]) > 0 and len(d["sha256"]) == 64 and "numpy" in {k.lower() for k in d["packages"]}, d
+assert "torch" not in f and "determinism" not in f, f
 PYEOF
 [[ $(wc -l <"$T/pinned/run-1/steps.jsonl") == 48 ]] || fail "expected 48 step records"
 [[ -s "$T/pinned/run-1/stdout.txt" ]] || fail "stdout not saved"

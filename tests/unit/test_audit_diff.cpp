@@ -608,6 +608,27 @@ TEST_CASE("manifest diff: a framework fact one run never recorded is not a diffe
   CHECK(delta(none, "framework.torch")->kind == MetaDelta::Kind::unrecorded);
 }
 
+TEST_CASE("manifest diff: a plain Python program's packages are compared; torch's facts it lacks are not recorded") {
+  auto plain = [](const std::string& numpy) {
+    return ojson{{"framework", {{"name", "python"}, {"python", "3.11.2"},
+                                {"distributions", {{"count", 1}, {"sha256", numpy}, {"packages", {{"numpy", numpy}}}}}}}};
+  };
+  DatasetDelta ds;
+  auto packages = diff_manifests(plain("1.24.2"), plain("1.26.4"), {}, ds);
+  const MetaDelta* np = delta(packages, "framework.distributions.packages.numpy");
+  REQUIRE(np);
+  CHECK(np->kind == MetaDelta::Kind::material);
+  CHECK(np->category == "libraries");
+  ojson torch = {{"framework", {{"name", "pytorch"}, {"python", "3.11.2"}, {"torch", "2.5.1"}, {"steps_seen", 1}}}};
+  DatasetDelta ds2;
+  auto mixed = diff_manifests(plain("1.24.2"), torch, {}, ds2);
+  const MetaDelta* t = delta(mixed, "framework.torch");
+  REQUIRE(t);
+  CHECK(t->kind == MetaDelta::Kind::unrecorded);
+  CHECK(t->why.find("not recorded in A: it never imported torch") == 0);
+  CHECK(delta(mixed, "framework.name")->kind == MetaDelta::Kind::material);
+}
+
 TEST_CASE("diff: duplicate steps, garbage after the shorter log ends, and a cut-short last line") {
   CHECK(testing::error_of([] { diff_texts(log_of(1) + line(1, 1.0), log_of(1) + line(1, 1.0)); }).find(
             "a.jsonl:3: step 1 after step 1 (duplicate or decreasing step)") != std::string::npos);

@@ -1,0 +1,87 @@
+"""The installed Python distributions of a program's interpreter, for the run's manifest
+(`framework.distributions`), and the framework facts file they go to.
+
+A PyTorch program's capture (capture.py) adds them to its framework facts when it exits. A program
+that never imports torch gets them too: reprun's sitecustomize calls `at_exit_without_torch`, which
+writes the facts of a plain Python program, `{"name": "python", "python": VERSION, "distributions":
+...}`, when the process exits without having imported torch, unless a process of the program wrote
+facts first. The capture of a process that imports torch later replaces such plain facts (its own
+say more), never the other way round.
+"""
+
+import hashlib
+import json
+import os
+import sys
+
+PLAIN = "python"  # the facts' name for a program that never imported torch
+
+
+def distributions():
+    """{name: version} of the installed distributions (sorted), and a digest of that list."""
+    import importlib.metadata as md
+
+    out = {}
+    for d in md.distributions():
+        try:
+            name = d.metadata["Name"]
+        except Exception:
+            name = None
+        if name and name not in out:
+            out[name] = d.version
+    out = dict(sorted(out.items(), key=lambda kv: kv[0].lower()))
+    text = "".join(f"{k}=={v}\n" for k, v in out.items())
+    return out, hashlib.sha256(text.encode()).hexdigest()
+
+
+def facts_entry():
+    """The manifest's `distributions` object."""
+    dists, digest = distributions()
+    return {"count": len(dists), "sha256": digest, "packages": dists}
+
+
+def _plain_facts_there(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f).get("name") == PLAIN
+    except Exception:
+        return False
+
+
+def write_json_file(path, obj, exclusive):
+    """Writes obj to path through a temporary file; with exclusive, only when path does not exist or
+    holds a plain Python program's facts (which a PyTorch process's facts replace)."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1, sort_keys=False)
+        f.write("\n")
+    if exclusive:
+        try:
+            os.link(tmp, path)  # fails when another process of the program wrote it first
+        except FileExistsError:
+            if obj.get("name") != PLAIN and _plain_facts_there(path):
+                os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    else:
+        os.replace(tmp, path)
+
+
+def at_exit_without_torch(path):
+    """Registers the plain facts' writer for this process (not for a forked child, which exits
+    through os._exit or is another interpreter's business)."""
+    import atexit
+
+    pid = os.getpid()
+
+    def write():
+        if os.getpid() != pid or "torch" in sys.modules or os.path.exists(path):
+            return
+        try:
+            facts = {"name": PLAIN, "python": sys.version.split()[0], "distributions": facts_entry()}
+            write_json_file(path, facts, exclusive=True)
+        except Exception:
+            pass  # never break the program at its exit
+
+    atexit.register(write)
