@@ -107,6 +107,7 @@ const std::vector<Rule>& rules() {
         {"inputs.counts", "dataset", 90, K::informational},
         {"inputs.processes", "dataset", 90, K::informational},
         {"inputs.unrecorded", "dataset", 90, K::informational},
+        {"inputs.probes", "dataset", 90, K::informational},
         {"inputs.recorded", "dataset", 90, K::informational},
         {"inputs.why", "dataset", 90, K::informational}, // why nothing was recorded: not a difference
         {"inputs.preload", "dataset", 90, K::informational},

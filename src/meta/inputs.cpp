@@ -100,6 +100,12 @@ bool system_path(const std::string& p) {
   return std::any_of(std::begin(k_system), std::end(k_system), [&](const char* d) { return path_under(p, d); });
 }
 
+// A program that reads only the system's own state: ldconfig -p lists the library cache.
+bool system_probe(const std::string& exe) {
+  const std::string name = fs::path(exe).filename().string();
+  return system_path(exe) && (name == "ldconfig" || name == "ldconfig.real");
+}
+
 std::string relative_to(const std::string& p, const std::string& cwd) {
   if (!cwd.empty() && path_under(p, cwd) && p.size() > cwd.size()) {
     return p.substr(cwd.back() == '/' ? cwd.size() : cwd.size() + 1);
@@ -311,7 +317,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       exe_of[e.pid] = fs::path(e.path).filename().string();
     } else if (e.event == 'X') {
       if (e.reason != "ok") {
-        r.unrecorded.push_back({e.path, e.reason});
+        (system_probe(e.path) ? r.probes : r.unrecorded).push_back({e.path, e.reason});
       }
     } else if (e.event == 'O' || e.event == 'D') {
       const bool dir = e.event == 'D' || (e.a & O_DIRECTORY) != 0;
@@ -687,6 +693,10 @@ ojson inputs_manifest(const InputsRecord& r) {
   for (const auto& u : r.unrecorded) {
     unrecorded.push_back({{"path", json_name(u.path)}, {"reason", u.reason}});
   }
+  ojson probes = ojson::array();
+  for (const auto& u : r.probes) {
+    probes.push_back({{"path", json_name(u.path)}, {"reason", u.reason}});
+  }
   ojson m = {{"recorded", "reprun.files/1"},
              {"counts",
               {{"data", counts[0]}, {"data_folders", data_folders}, {"code", counts[1]}, {"other", counts[2]},
@@ -720,6 +730,9 @@ ojson inputs_manifest(const InputsRecord& r) {
   }
   m["folders"] = folders;
   m["unrecorded"] = unrecorded;
+  if (!probes.empty()) {
+    m["probes"] = probes;
+  }
   return m;
 }
 

@@ -66,9 +66,16 @@ PYSRC
 # (c) one run kept as a reference.
 run_rc "$REPRUN" exec -o "$T/A" --runs 1 -q -- "$PY" csv_train.py
 [[ $RC == 0 ]] || fail "(c) --runs 1: exit $RC: $(cat "$T/out" "$T/err")"
-# (torch 2.x runs ldconfig with a cleared environment to find its libraries: a process not recorded.)
-grep -qE "^RECORDED: run-1 of the program in $T/A/run-1 \(5 step records, read 1 data file and 1 code file(; 1 process not recorded \(inputs.unrecorded in its manifest\))?\); compare a later run with it: reprun diff $T/A/run-1 " "$T/out" ||
+# (torch 2.x runs ldconfig with a cleared environment to find its libraries: a system probe, listed
+# apart in the manifest and not named as a process not recorded.)
+grep -qE "^RECORDED: run-1 of the program in $T/A/run-1 \(5 step records, read 1 data file and 1 code file\); compare a later run with it: reprun diff $T/A/run-1 " "$T/out" ||
   fail "(c) verdict: $(cat "$T/out")"
+python3 - "$T/A/run-1/manifest.json" <<'PYEOF' || fail "(c) probes: $(grep -A8 '"unrecorded"' "$T/A/run-1/manifest.json")"
+import json, sys
+i = json.load(open(sys.argv[1]))["inputs"]
+assert i["unrecorded"] == [], i["unrecorded"]
+assert all(p["path"].endswith(("/ldconfig", "/ldconfig.real")) for p in i.get("probes", [])), i["probes"]
+PYEOF
 [[ -f "$T/A/run-1/inputs.jsonl" && -f "$T/A/run-1/manifest.json" ]] || fail "(c) run-1 not kept: $(ls "$T/A/run-1")"
 grep -q '"path":"data/train.csv","class":"data"' "$T/A/run-1/inputs.jsonl" || fail "(c) the table is not data: $(grep train "$T/A/run-1/inputs.jsonl")"
 grep -q '"path":"csv_train.py","class":"code"' "$T/A/run-1/inputs.jsonl" || fail "(c) the script is not code"

@@ -74,7 +74,7 @@ TEST_CASE("Inputs: the files two runs read differently, and a file that changed 
   CHECK(input_changed_between(r).empty());
 }
 
-TEST_CASE("Inputs: a Python process's import-system listings and a device are not the program's data") {
+TEST_CASE("Inputs: a Python process's import-system listings, a device and ldconfig's run are not the program's data") {
   testing::TempDir t;
   std::ofstream(t.path() + "/table.csv") << "1,2\n";
   FilesLog log;
@@ -91,6 +91,12 @@ TEST_CASE("Inputs: a Python process's import-system listings and a device are no
   log.events.push_back(ev('D', 0, t.path()));                         // the import system lists sys.path[0]
   log.events.push_back(ev('O', O_WRONLY, "/dev/null"));             // output thrown away
   log.events.push_back(ev('O', O_RDONLY, t.path() + "/table.csv"));   // the program's read
+  FileEvent probe = ev('X', 0, "/sbin/ldconfig");                    // torch 2.x's search of the library cache
+  probe.reason = "cleared";
+  log.events.push_back(probe);
+  FileEvent cat = ev('X', 0, "/usr/bin/cat");                        // a tool that may read the program's data
+  cat.reason = "cleared";
+  log.events.push_back(cat);
   PyFileEvent prefix;
   prefix.pid = 7;
   prefix.event = "prefix";
@@ -108,6 +114,10 @@ TEST_CASE("Inputs: a Python process's import-system listings and a device are no
     CHECK_MESSAGE(!(f.path == "/dev/null" && f.cls != "other"), f.cls);
   }
   CHECK(table);
+  REQUIRE(r.probes.size() == 1);
+  CHECK(r.probes[0].path == "/sbin/ldconfig");
+  REQUIRE(r.unrecorded.size() == 1);
+  CHECK(r.unrecorded[0].path == "/usr/bin/cat");
 }
 
 TEST_CASE("Inputs: a record line is the JSON nlohmann's dump() writes, whatever the names hold") {

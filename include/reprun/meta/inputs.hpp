@@ -70,6 +70,9 @@ struct Unrecorded {
 struct InputsRecord {
   std::vector<InputFile> files;      // sorted by path
   std::vector<Unrecorded> unrecorded;
+  // Unrecorded system probes: programs that read only the system's own state (ldconfig, which
+  // ctypes.util.find_library and torch 2.x run with a cleared environment), listed apart.
+  std::vector<Unrecorded> probes;
   long processes = 0;                // processes that loaded the preload library
   long skipped_lines = 0;
   std::vector<std::string> notes;
