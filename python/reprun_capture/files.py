@@ -118,11 +118,18 @@ def _hook(event, args):
 def _at_exit():
     try:
         _state["busy"] = True
+        fd = _state["fd"]
+        if fd is None:
+            return
+        lines = []
         for module in list(sys.modules.values()):
             path = getattr(module, "__file__", None)
             # Some objects in sys.modules carry a __file__ that is no file (torch._classes: "_classes.py").
             if isinstance(path, str) and os.path.isfile(path):
-                _write("module", "-", "-", os.path.abspath(path))
+                lines.append("%smodule\t-\t-\t%s\n" % (_state["head"], _escape(os.path.abspath(path))))
+        data = "".join(lines).encode("utf-8", "surrogateescape")
+        while data:  # one write (O_APPEND: whole beside other processes' lines), unless the disk is full
+            data = data[os.write(fd, data):]
     except Exception:
         pass
 
@@ -136,15 +143,21 @@ def arm(log_path):
     if _state["fd"] is not None:
         return
     import atexit
-    import sysconfig
+    import site
 
     _state["fd"] = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
     _state["head"] = "%d\t" % os.getpid()
-    prefixes = set()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        p = sysconfig.get_paths().get(key)
-        if p:
-            prefixes.add(os.path.abspath(p))
+    # The interpreter's folders: its standard library (where os.py is), the site-packages folders
+    # site.py put on sys.path, and each prefix's lib/. (Not sysconfig: importing it and expanding
+    # its schemes cost milliseconds at every start of every Python process of the program.)
+    stdlib = os.path.dirname(os.path.abspath(os.__file__))
+    prefixes = {stdlib}
+    try:
+        prefixes.update(os.path.abspath(p) for p in site.getsitepackages())
+        if site.ENABLE_USER_SITE:
+            prefixes.add(os.path.abspath(site.getusersitepackages()))
+    except Exception:  # a site.py without them (an embedded interpreter)
+        pass
     for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):
         prefixes.add(os.path.join(os.path.abspath(p), "lib"))
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # reprun's python/ folder
@@ -152,8 +165,7 @@ def arm(log_path):
     for p in sorted(prefixes):
         _write("prefix", "-", "-", p)
     _state["skip"] = tuple(sorted(p + os.sep for p in prefixes))
-    stdlib = {os.path.abspath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib") if sysconfig.get_paths().get(k)}
-    _state["stdlib"] = tuple(sorted(p + os.sep for p in stdlib))
+    _state["stdlib"] = (stdlib + os.sep,)
     _state["cwd"] = os.getcwd() + os.sep
     os.register_at_fork(after_in_child=_forked)
     atexit.register(_at_exit)

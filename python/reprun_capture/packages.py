@@ -17,18 +17,46 @@ import sys
 PLAIN = "python"  # the facts' name for a program that never imported torch
 
 
-def distributions():
-    """{name: version} of the installed distributions (sorted), and a digest of that list."""
-    import importlib.metadata as md
+def _header(path):
+    """Name and Version of a METADATA or PKG-INFO file (its header: the lines before the first blank)."""
+    name = version = None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.strip():
+                break
+            if name is None and line.startswith("Name:"):
+                name = line[5:].strip()
+            elif version is None and line.startswith("Version:"):
+                version = line[8:].strip()
+    return name, version
 
+
+def distributions():
+    """{name: version} of the installed distributions (sorted), and a digest of that list: what
+    importlib.metadata.distributions() finds on sys.path (the first of a name wins), read straight
+    from each .dist-info/METADATA and .egg-info's PKG-INFO. (Importing importlib.metadata, with the
+    email and zipfile modules it needs, costs a Python process 30 ms at its exit.)"""
     out = {}
-    for d in md.distributions():
+    for entry in sys.path:
         try:
-            name = d.metadata["Name"]
-        except Exception:
-            name = None
-        if name and name not in out:
-            out[name] = d.version
+            names = sorted(os.listdir(entry or "."))
+        except OSError:
+            continue
+        for n in names:
+            if n.endswith(".dist-info"):
+                meta = os.path.join(entry or ".", n, "METADATA")
+            elif n.endswith(".egg-info"):
+                meta = os.path.join(entry or ".", n)
+                if os.path.isdir(meta):
+                    meta = os.path.join(meta, "PKG-INFO")
+            else:
+                continue
+            try:
+                name, version = _header(meta)
+            except OSError:
+                continue
+            if name and name not in out:
+                out[name] = version
     out = dict(sorted(out.items(), key=lambda kv: kv[0].lower()))
     text = "".join(f"{k}=={v}\n" for k, v in out.items())
     return out, hashlib.sha256(text.encode()).hexdigest()
