@@ -10,6 +10,7 @@ import warnings
 import weakref
 
 from .checkpoints import CheckpointWatch
+from .cpu_facts import cpu_facts
 from .fingerprint import Fingerprinter
 from .packages import facts_entry, write_json_file
 
@@ -588,6 +589,7 @@ class Capture:
             "torch_cuda": attr(lambda: torch.version.cuda),
             "cudnn": attr(lambda: torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None),
             "numpy": getattr(numpy, "__version__", None) if numpy is not None else _installed_version("numpy"),
+            "cpu": _attr(lambda: cpu_facts(torch)),
             "determinism": self.determinism_state(),
             "devices": devices,
             "steps_seen": self.steps_here,

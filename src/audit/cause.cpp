@@ -507,7 +507,19 @@ private:
     }
     auto cpu = material(m_r, "cpu");
     if (!cpu.empty()) {
-      add(7, "a different CPU: " + changes(cpu, ""), "run both on the same CPU model" + ignore_hint(cpu));
+      // The kernels the CPU's libraries chose (OpenBLAS's core, torch's instruction set), or the
+      // variables that chose them: the same kernels on every machine give the same bits.
+      const bool kernels = std::any_of(cpu.begin(), cpu.end(), [](const MetaDelta* m) {
+        return m->key.rfind("framework.cpu.", 0) == 0 || m->key.rfind("env.", 0) == 0;
+      });
+      if (kernels) {
+        add(7, "the CPU's kernels differ: " + changes(cpu, ""),
+            "choose the same kernels on every machine (OPENBLAS_CORETYPE for OpenBLAS, ATEN_CPU_CAPABILITY for "
+            "PyTorch's own kernels, set to what the oldest CPU has), or accept a tolerance (reprun diff --rtol/--atol)" +
+                ignore_hint(cpu));
+      } else {
+        add(7, "a different CPU: " + changes(cpu, ""), "run both on the same CPU model" + ignore_hint(cpu));
+      }
     }
     auto host = material(m_r, "host");
     if (!host.empty()) {

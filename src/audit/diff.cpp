@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <optional>
 #include <sys/stat.h>
@@ -189,6 +190,26 @@ std::string describe_mode(const DiffOptions& opt) {
 }
 
 
+// The machines two runs ran on (the CPU, the host, the variables that choose the CPU's kernels)
+// explain numbers that differ; where every step record agrees they are what the runs ran on, listed
+// and not counted, so two machines with bitwise equal runs are IDENTICAL.
+void settle_machine_facts(DiffResult& r) {
+  std::vector<std::string> keys;
+  for (auto& m : r.meta) {
+    if (m.kind == MetaDelta::Kind::material && (m.category == "cpu" || m.category == "host")) {
+      m.kind = MetaDelta::Kind::informational;
+      m.why = "a machine fact: the numbers agree";
+      keys.push_back(m.key);
+    }
+  }
+  if (!keys.empty()) {
+    r.notes.push_back(fmt::format("the runs ran on different machines or CPU kernels ({}{}): every step record agrees, "
+                                  "so these are listed, not counted",
+                                  fmt::join(keys.begin(), keys.begin() + std::min<size_t>(keys.size(), 4), ", "),
+                                  keys.size() > 4 ? ", ..." : ""));
+  }
+}
+
 // A data-parallel exec: every rank's log against the same rank's log of the other run. The
 // divergence reported is the root rank's: at the first step where any rank's log differs, the
 // lowest rank whose loss differs there (after an all-reduce every rank's parameters differ,
@@ -348,6 +369,9 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
     if (!r.stdout_difference.empty()) {
       r.notes.push_back("stdout differs first at " + r.stdout_difference);
     }
+  }
+  if (walked && !r.divergence.found && r.steps_compared > 0) {
+    settle_machine_facts(r);
   }
   set_verdict(r, opt, one_sided);
   r.diagnosis = diagnose(r);

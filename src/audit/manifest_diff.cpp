@@ -142,11 +142,19 @@ const std::vector<Rule>& rules() {
         {"framework.capture_stopped", "framework", 90, K::informational},
         {"framework.loss_dtype", "framework", 90, K::informational},
         {"framework.compiled", "code", 4, K::material}, // one run compiled with torch.compile, the other not
+        {"framework.cpu", "cpu", 7, K::material}, // the instruction set and BLAS kernels the CPU's libraries chose
         {"framework", "libraries", 5, K::material},
         {"gpu", "gpu", 6, K::material},
         {"host.cpu_model", "cpu", 7, K::material},
         {"host.isa", "cpu", 7, K::material},
         {"host.arch", "cpu", 7, K::material},
+        // The variables that choose the CPU's kernels: a machine fact, as the CPU is.
+        {"env.OPENBLAS_CORETYPE", "cpu", 7, K::material},
+        {"env.ATEN_CPU_CAPABILITY", "cpu", 7, K::material},
+        {"env.DNNL_MAX_CPU_ISA", "cpu", 7, K::material},
+        {"env.ONEDNN_MAX_CPU_ISA", "cpu", 7, K::material},
+        {"env.MKL_ENABLE_INSTRUCTIONS", "cpu", 7, K::material},
+        {"env.MKL_CBWR", "cpu", 7, K::material},
         {"env", "environment", 8, K::material},
         {"pins", "environment", 8, K::material},
         {"host", "host", 9, K::material},

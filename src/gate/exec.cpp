@@ -581,10 +581,11 @@ CheckResult run_exec(const ExecOptions& opt) {
     dopt.varied.push_back("pins." + v.name);
   }
   if (!plan.vary.empty()) {
-    // Nothing but the varied variables differs between the runs of one exec, so a determinism fact
-    // of the framework that differs follows from them (OMP_NUM_THREADS sets torch's intra-op threads;
+    // Nothing but the varied variables differs between the runs of one exec, so a determinism or CPU
+    // kernel fact of the framework that differs follows from them (OMP_NUM_THREADS sets torch's intra-op threads;
     // a script may read a variable of its own): varied on purpose too, never counted.
     dopt.varied.push_back("framework.determinism");
+    dopt.varied.push_back("framework.cpu"); // OPENBLAS_CORETYPE sets OpenBLAS's core, OMP_NUM_THREADS its threads
   }
   // The pins that a normal launch of this program would not have: a PASS holds with them only.
   const std::string pinned = effective_pins(plan, res);

@@ -38,6 +38,9 @@ const std::vector<std::string>& default_env_allowlist() {
       // Threads and BLAS
       "OMP_*", "MKL_*", "OPENBLAS_*", "GOTO_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_*", "KMP_*",
       "GOMP_*", "BLIS_NUM_THREADS",
+      // The CPU kernels: PyTorch's instruction set (ATEN_CPU_CAPABILITY), oneDNN's (DNNL_MAX_CPU_ISA,
+      // ONEDNN_MAX_CPU_ISA); OpenBLAS's and MKL's are above (OPENBLAS_CORETYPE, MKL_ENABLE_INSTRUCTIONS)
+      "ATEN_*", "DNNL_*", "ONEDNN_*",
       // Loader and locale
       "LD_PRELOAD", "LD_LIBRARY_PATH", "LC_ALL", "LC_NUMERIC", "LANG", "TZ"};
   return k_list;

@@ -608,6 +608,56 @@ TEST_CASE("manifest diff: a framework fact one run never recorded is not a diffe
   CHECK(delta(none, "framework.torch")->kind == MetaDelta::Kind::unrecorded);
 }
 
+TEST_CASE("diff: the machines' facts are listed, not counted, where every step record agrees") {
+  testing::TempDir t;
+  auto on_machine = [&](const std::string& name, const std::string& log, const std::string& cpu, const std::string& core) {
+    const std::string path = make_run(t, name, log);
+    RunDir run = RunDir::open(path);
+    ojson m = run.read_manifest();
+    m["kind"] = "exec"; // a program's run: the built-in trainer's guarantees do not cover it
+    m["host"] = {{"cpu_model", cpu}, {"isa", {"avx2"}}};
+    m["env"] = {{"OPENBLAS_CORETYPE", core}, {"PYTHONHASHSEED", "0"}};
+    m["framework"] = {{"name", "pytorch"}, {"torch", "2.5.1"}, {"cpu", {{"openblas", {{{"core", core}}}}}}};
+    run.write_manifest(m);
+    return path;
+  };
+  DiffResult same = diff_runs(on_machine("a", log_of(3), "EPYC", "Cooperlake"), on_machine("b", log_of(3), "Xeon", "Haswell"), {});
+  CHECK(same.identical);
+  CHECK(same.verdict.rfind("IDENTICAL", 0) == 0);
+  for (const char* key : {"host.cpu_model", "env.OPENBLAS_CORETYPE", "framework.cpu.openblas"}) {
+    const MetaDelta* m = nullptr;
+    for (const auto& d : same.meta) {
+      if (d.key.rfind(key, 0) == 0) {
+        m = &d;
+      }
+    }
+    REQUIRE_MESSAGE(m, key);
+    CHECK(m->kind == MetaDelta::Kind::informational);
+    CHECK(m->why == "a machine fact: the numbers agree");
+  }
+  CHECK(std::any_of(same.notes.begin(), same.notes.end(),
+                    [](const std::string& n) { return n.find("different machines or CPU kernels") != std::string::npos; }));
+  // Where the numbers part, the same facts are counted, and the kernels are the likely cause with a fix that acts on them.
+  DiffResult parted = diff_runs(on_machine("c", log_of(3), "EPYC", "Cooperlake"),
+                                on_machine("d", replace_line(log_of(3), 2, line(2, 0.75)), "Xeon", "Haswell"), {});
+  CHECK_FALSE(parted.identical);
+  const MetaDelta* core = nullptr;
+  for (const auto& d : parted.meta) {
+    if (d.key == "env.OPENBLAS_CORETYPE") {
+      core = &d;
+    }
+  }
+  REQUIRE(core);
+  CHECK(core->kind == MetaDelta::Kind::material);
+  CHECK(core->category == "cpu");
+  std::string causes;
+  for (const auto& d : parted.diagnosis) {
+    causes += d.cause + " | fix: " + d.fix + "\n";
+  }
+  CHECK_MESSAGE(causes.find("the CPU's kernels differ") != std::string::npos, causes);
+  CHECK_MESSAGE(causes.find("OPENBLAS_CORETYPE for OpenBLAS") != std::string::npos, causes);
+}
+
 TEST_CASE("manifest diff: a plain Python program's packages are compared; torch's facts it lacks are not recorded") {
   auto plain = [](const std::string& numpy) {
     return ojson{{"framework", {{"name", "python"}, {"python", "3.11.2"},

@@ -1,0 +1,56 @@
+# The CPU's kernels of a PyTorch run (issue 37): the manifest's framework.cpu names the instruction
+# set torch dispatches to and every OpenBLAS loaded with the core it chose; two runs recorded apart
+# with different OPENBLAS_CORETYPE values, on a script whose bits do not depend on the BLAS (no
+# matmul), diff IDENTICAL with the kernel facts and the variable listed as machine facts, not
+# counted. The two core types are ones this CPU has (forcing one it lacks can end in SIGILL).
+source "$(dirname "$0")/lib.sh"
+PY=$(python_with torch) || skip "no python3 with torch"
+flags=$(grep -m1 '^flags' /proc/cpuinfo)
+if [[ $flags == *" avx2 "* ]]; then
+  cores=(Haswell Sandybridge)
+elif [[ $flags == *" avx "* ]]; then
+  cores=(Sandybridge Nehalem)
+else
+  skip "this CPU has no AVX: no two OpenBLAS core types to choose between"
+fi
+cat >elementwise.py <<'PY'
+import numpy  # loads the OpenBLAS numpy uses, as most training scripts do
+import torch
+torch.manual_seed(0)
+x = torch.randn(256)
+y = 3 * x + 1
+w = torch.zeros(256, requires_grad=True)
+b = torch.zeros(1, requires_grad=True)
+opt = torch.optim.SGD([w, b], lr=0.1)
+for step in range(4):
+    opt.zero_grad()
+    loss = ((w * x + b - y) ** 2).mean()  # element-wise only: no BLAS call
+    loss.backward()
+    opt.step()
+PY
+for i in 0 1; do
+  OPENBLAS_CORETYPE=${cores[$i]} expect_rc 0 "$REPRUN" exec -o "$T/r$i" --runs 1 -q -- "$PY" elementwise.py
+done
+python3 - "$T/r0/run-1/manifest.json" "$T/r1/run-1/manifest.json" "${cores[@]}" <<'PYEOF' || fail "framework.cpu: $(grep -A30 '"cpu"' "$T/r0/run-1/manifest.json" | head -40)"
+import json, sys
+for path, core in zip(sys.argv[1:3], sys.argv[3:5]):
+    cpu = json.load(open(path))["framework"]["cpu"]
+    assert cpu["capability"], cpu
+    assert cpu["openblas"] and all(b["core"] == core and b["version"] for b in cpu["openblas"]), (core, cpu)
+PYEOF
+expect_rc 0 "$REPRUN" diff "$T/r0/run-1" "$T/r1/run-1" --format json
+python3 - "$T/out" <<'PYEOF' || fail "diff of two OPENBLAS_CORETYPE values, equal numbers: $(head -c 3000 "$T/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["identical"] is True, r["verdict"]
+meta = {m["key"]: m for m in r["metadata"]}
+env = meta["env.OPENBLAS_CORETYPE"]
+assert env["kind"] == "informational" and env["category"] == "cpu" and env["why"] == "a machine fact: the numbers agree", env
+cores = [m for k, m in meta.items() if k.startswith("framework.cpu.openblas")]
+assert cores and all(m["kind"] == "informational" for m in cores), cores
+assert not [m for m in r["metadata"] if m["kind"] == "material"], r["metadata"]
+assert any("different machines or CPU kernels" in n for n in r["notes"]), r["notes"]
+PYEOF
+expect_rc 0 "$REPRUN" diff "$T/r0/run-1" "$T/r1/run-1"
+grep -q '^IDENTICAL' "$T/out" || fail "text verdict: $(head -3 "$T/out")"
+pass
