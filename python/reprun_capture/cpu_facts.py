@@ -47,7 +47,7 @@ def _openblas(path):
         corename.restype = config.restype = ctypes.c_char_p
         text = (config() or b"").decode(errors="replace")
         version = re.search(r"OpenBLAS ([0-9][0-9.]*)", text)
-        facts = {"library": os.path.basename(path), "version": version.group(1) if version else None,
+        facts = {"version": version.group(1) if version else None,
                  "core": (corename() or b"").decode(errors="replace") or None, "threading": None, "threads": None}
         try:
             parallel = getattr(lib, f"{prefix}get_parallel{suffix}")
@@ -63,8 +63,8 @@ def _openblas(path):
 
 
 def cpu_facts(torch):
-    """{"capability", "torch_blas", "mkl", "onednn", "openblas": [...]}; a fact that cannot be read is
-    None ("unknown")."""
+    """{"capability", "torch_blas", "mkl", "onednn", "openblas": {library: facts}}; a fact that cannot
+    be read is None ("unknown")."""
     try:
         config = torch.__config__.show()
     except Exception:
@@ -79,14 +79,14 @@ def cpu_facts(torch):
         capability = torch.backends.cpu.get_cpu_capability()  # torch >= 2.0
     except Exception:
         capability = found(r"CPU capability usage: (\S+)")  # torch 1.13 has no API for it
-    openblas = []
+    openblas = {}
     for path in _loaded_libraries():
         name = os.path.basename(path)
-        if "blas" not in name:
+        if "blas" not in name or name in openblas:
             continue
         facts = _openblas(path)
-        if facts and facts not in openblas:
-            openblas.append(facts)
+        if facts:
+            openblas[name] = facts
     return {"capability": capability, "torch_blas": found(r"BLAS_INFO=([^,\s]+)"),
             "mkl": found(r"Math Kernel Library Version ([^\n]+)"), "onednn": found(r"MKL-DNN v([^\s(]+)"),
-            "openblas": sorted(openblas, key=lambda f: f["library"])}
+            "openblas": dict(sorted(openblas.items()))}

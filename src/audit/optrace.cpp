@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <array>
 #include <fstream>
 #include <string_view>
@@ -329,8 +330,55 @@ OpDivergence compare_op_traces(const std::string& path_a, const std::string& pat
   }
 }
 
+std::string kernel_difference(const ojson& ma, const ojson& mb) {
+  std::vector<std::string> out;
+  auto at = [](const ojson& m, std::initializer_list<const char*> path) -> ojson {
+    const ojson* j = &m;
+    for (const char* k : path) {
+      if (!j->is_object() || !j->contains(k)) {
+        return ojson();
+      }
+      j = &(*j)[k];
+    }
+    return *j;
+  };
+  auto text = [](const ojson& v) { return v.is_string() ? v.get<std::string>() : v.is_null() ? "unset" : v.dump(); };
+  for (const char* name : {"OPENBLAS_CORETYPE", "ATEN_CPU_CAPABILITY", "DNNL_MAX_CPU_ISA", "ONEDNN_MAX_CPU_ISA",
+                           "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR"}) {
+    const ojson a = at(ma, {"env", name}), b = at(mb, {"env", name});
+    if (a != b) {
+      out.push_back(fmt::format("{} is {} in A and {} in B", name, text(a), text(b)));
+    }
+  }
+  const ojson ca = at(ma, {"framework", "cpu", "capability"}), cb = at(mb, {"framework", "cpu", "capability"});
+  if (!ca.is_null() && !cb.is_null() && ca != cb) {
+    out.push_back(fmt::format("torch's own kernels use {} in A and {} in B", text(ca), text(cb)));
+  }
+  const ojson oa = at(ma, {"framework", "cpu", "openblas"}), ob = at(mb, {"framework", "cpu", "openblas"});
+  std::set<std::pair<std::string, std::string>> said;
+  if (oa.is_object() && ob.is_object()) {
+    for (const auto& [lib, fa] : oa.items()) {
+      if (!ob.contains(lib) || !fa.is_object() || !ob[lib].is_object()) {
+        continue;
+      }
+      const std::string a = text(fa.value("core", ojson())), b = text(ob[lib].value("core", ojson()));
+      if (a != b && said.insert({a, b}).second) {
+        out.push_back(fmt::format("OpenBLAS ({}) chose {} in A and {} in B", lib, a, b));
+      }
+    }
+  }
+  std::string joined;
+  for (const auto& s : out) {
+    joined += (joined.empty() ? "" : "; ") + s;
+  }
+  return joined;
+}
+
 OpCause op_cause(const OpDivergence& d, const ojson& framework_a, const ojson& framework_b,
-                 const std::string& env_threads) {
+                 const std::string& env_threads, const std::string& kernels) {
+  const char* kernel_fix = "the same kernels in every run and on every machine: OPENBLAS_CORETYPE (OpenBLAS) and "
+                           "ATEN_CPU_CAPABILITY (PyTorch's own kernels) set for every run to what the oldest CPU has; "
+                           "or compare with a tolerance (reprun diff --rtol/--atol)";
   OpCause c;
   if (d.kind == OpDivergence::Kind::inputs_differ && d.adopted_storage) {
     c.reason = "the inputs of this op already differ, and no earlier op made the difference: " + d.input_origin;
@@ -387,6 +435,12 @@ OpCause op_cause(const OpDivergence& d, const ojson& framework_a, const ojson& f
                              which, ga.seed);
       c.fix = "find the draws before this op that differ in number between the runs (a branch or a loop that depends "
               "on data or timing) or a state set differently, and make them the same";
+    } else if (!cuda && !kernels.empty()) {
+      c.reason = fmt::format("a random draw from {}, whose state was the same in both runs before it drew: the "
+                             "CPU's kernels differ ({}), and the sampler gives other numbers with each",
+                             which, kernels);
+      c.fix = kernel_fix;
+      c.fix_kind = "kernels";
     } else {
       c.reason = fmt::format("a random draw from {}, whose state was the same in both runs before it drew: the "
                              "random kernel itself gave other numbers (another instruction set, device or torch build)",
@@ -420,6 +474,10 @@ OpCause op_cause(const OpDivergence& d, const ojson& framework_a, const ojson& f
     c.fix = "the same thread count in every run: torch.set_num_threads(N) at the start (or OMP_NUM_THREADS=N "
             "for every run)";
     c.fix_kind = "threads";
+  } else if (!cuda && !kernels.empty() && d.kind == OpDivergence::Kind::same_inputs) {
+    c.reason = "its result depends on the CPU's kernels, which differ: " + kernels;
+    c.fix = kernel_fix;
+    c.fix_kind = "kernels";
   } else {
     c.reason = fmt::format("not a documented non-deterministic op{}", cuda ? " on CUDA" : " on the CPU");
     c.fix = "torch.use_deterministic_algorithms(True) (PyTorch then uses deterministic kernels or raises on "

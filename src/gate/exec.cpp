@@ -353,7 +353,7 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     // the step logs, which record after each step, could tell.
     reclassify_divergence(pair.diff, DivergenceKind::initial_state);
   }
-  OpCause cause = op_cause(od, fa, fb, env_thread_difference(ma, mb));
+  OpCause cause = op_cause(od, fa, fb, env_thread_difference(ma, mb), kernel_difference(ma, mb));
   bool resume_explains = false;
   if (rr) {
     if (auto c = resume_op_cause(od, rr->audit)) { // a state the resume did not restore explains the op

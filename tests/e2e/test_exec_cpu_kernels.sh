@@ -2,7 +2,9 @@
 # set torch dispatches to and every OpenBLAS loaded with the core it chose; two runs recorded apart
 # with different OPENBLAS_CORETYPE values, on a script whose bits do not depend on the BLAS (no
 # matmul), diff IDENTICAL with the kernel facts and the variable listed as machine facts, not
-# counted. The two core types are ones this CPU has (forcing one it lacks can end in SIGILL).
+# counted; and where torch's matmul runs on OpenBLAS (Debian's torch), exec --vary of two core types
+# that give other bits names the op, its line and the kernels, with a fix that acts on them. The
+# core types are ones this CPU has (forcing one it lacks can end in SIGILL).
 source "$(dirname "$0")/lib.sh"
 PY=$(python_with torch) || skip "no python3 with torch"
 flags=$(grep -m1 '^flags' /proc/cpuinfo)
@@ -36,7 +38,7 @@ import json, sys
 for path, core in zip(sys.argv[1:3], sys.argv[3:5]):
     cpu = json.load(open(path))["framework"]["cpu"]
     assert cpu["capability"], cpu
-    assert cpu["openblas"] and all(b["core"] == core and b["version"] for b in cpu["openblas"]), (core, cpu)
+    assert cpu["openblas"] and all(b["core"] == core and b["version"] for b in cpu["openblas"].values()), (core, cpu)
 PYEOF
 expect_rc 0 "$REPRUN" diff "$T/r0/run-1" "$T/r1/run-1" --format json
 python3 - "$T/out" <<'PYEOF' || fail "diff of two OPENBLAS_CORETYPE values, equal numbers: $(head -c 3000 "$T/out")"
@@ -46,11 +48,58 @@ assert r["identical"] is True, r["verdict"]
 meta = {m["key"]: m for m in r["metadata"]}
 env = meta["env.OPENBLAS_CORETYPE"]
 assert env["kind"] == "informational" and env["category"] == "cpu" and env["why"] == "a machine fact: the numbers agree", env
-cores = [m for k, m in meta.items() if k.startswith("framework.cpu.openblas")]
-assert cores and all(m["kind"] == "informational" for m in cores), cores
+cores = [m for k, m in meta.items() if k.startswith("framework.cpu.openblas.") and k.endswith(".core")]
+assert cores and all(m["kind"] == "informational" and m["category"] == "cpu" for m in cores), meta.keys()
 assert not [m for m in r["metadata"] if m["kind"] == "material"], r["metadata"]
 assert any("different machines or CPU kernels" in n for n in r["notes"]), r["notes"]
 PYEOF
 expect_rc 0 "$REPRUN" diff "$T/r0/run-1" "$T/r1/run-1"
 grep -q '^IDENTICAL' "$T/out" || fail "text verdict: $(head -3 "$T/out")"
+
+# Two core types whose matmul gives other bits here, found now (none where torch's BLAS is not
+# OpenBLAS: PyPI's torch runs its matmul on MKL).
+probe() {
+  OPENBLAS_CORETYPE=$1 "$PY" -c "import hashlib, torch; torch.manual_seed(0); a = torch.randn(64, 512); w = torch.randn(1024, 512)
+print(hashlib.sha256(torch.nn.functional.linear(a, w).numpy().tobytes()).hexdigest())"
+}
+pair=()
+first=$(probe "${cores[0]}")
+for other in "${cores[@]:1}" Nehalem; do
+  [[ $other == Nehalem || $flags == *" avx "* ]] || continue
+  if [[ $(probe "$other") != "$first" ]]; then
+    pair=("${cores[0]}" "$other")
+    break
+  fi
+done
+if ((${#pair[@]} == 0)); then
+  echo "note: no two OpenBLAS core types give torch's matmul other bits here (its BLAS: $("$PY" -c 'import torch, re; print(re.search(r"BLAS_INFO=([^,]+)", torch.__config__.show()).group(1))')): the --vary case is not run"
+  pass
+fi
+cat >wide.py <<'PY'
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(64, 512)
+y = torch.randint(0, 10, (64,))
+for step in range(2):
+    opt.zero_grad()
+    out = model(x)
+    loss = torch.nn.functional.cross_entropy(out, y)
+    loss.backward()
+    opt.step()
+PY
+expect_rc 1 "$REPRUN" exec -o "$T/v" -q --vary "env:OPENBLAS_CORETYPE=${pair[0]},${pair[1]}" --format json -- "$PY" wide.py
+python3 - "$T/out" "${pair[@]}" <<'PYEOF' || fail "--vary OPENBLAS_CORETYPE: $(head -c 4000 "$T/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+a, b = sys.argv[2:4]
+s = r["pairs"][0]["localization"]["sentence"]
+assert s.startswith("step 1, forward, wide.py:9, module 0 (Linear): aten.addmm") or "aten.mm" in s or "aten.addmm" in s, s
+assert f"depends on the CPU's kernels, which differ: OPENBLAS_CORETYPE is {a} in A and {b} in B" in s, s
+assert "OPENBLAS_CORETYPE (OpenBLAS) and ATEN_CPU_CAPABILITY" in s, s
+causes = " ".join(d["cause"] for d in r["pairs"][0]["diff"]["diagnosis"])
+for bad in ("generator's state", "same environment", "same inputs and environment"):
+    assert bad not in s and bad not in causes, (bad, s, causes)
+PYEOF
 pass

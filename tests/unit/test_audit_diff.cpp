@@ -617,7 +617,7 @@ TEST_CASE("diff: the machines' facts are listed, not counted, where every step r
     m["kind"] = "exec"; // a program's run: the built-in trainer's guarantees do not cover it
     m["host"] = {{"cpu_model", cpu}, {"isa", {"avx2"}}};
     m["env"] = {{"OPENBLAS_CORETYPE", core}, {"PYTHONHASHSEED", "0"}};
-    m["framework"] = {{"name", "pytorch"}, {"torch", "2.5.1"}, {"cpu", {{"openblas", {{{"core", core}}}}}}};
+    m["framework"] = {{"name", "pytorch"}, {"torch", "2.5.1"}, {"cpu", {{"openblas", {{"libblas.so.3", {{"core", core}}}}}}}};
     run.write_manifest(m);
     return path;
   };

@@ -78,9 +78,17 @@ struct OpCause {
 };
 
 // The cause of a same-inputs divergence. `framework_a/_b` are the manifests' framework sections
-// (for the thread counts), `env_threads` a note on differing thread variables ("" when none).
+// (for the thread counts), `env_threads` a note on differing thread variables, `kernels` the CPU
+// kernels that differ (kernel_difference; "" when none).
 OpCause op_cause(const OpDivergence& d, const nlohmann::ordered_json& framework_a,
-                 const nlohmann::ordered_json& framework_b, const std::string& env_threads);
+                 const nlohmann::ordered_json& framework_b, const std::string& env_threads,
+                 const std::string& kernels = "");
+
+// What differs between two runs' manifests in the CPU kernels a PyTorch program ran: the variables
+// that choose them (OPENBLAS_CORETYPE, ATEN_CPU_CAPABILITY, ...), torch's instruction set and each
+// OpenBLAS's core (framework.cpu): "OPENBLAS_CORETYPE is Cooperlake in A and Haswell in B; OpenBLAS
+// (libblas.so.3) chose Cooperlake in A and Haswell in B"; "" when nothing differs.
+std::string kernel_difference(const nlohmann::ordered_json& manifest_a, const nlohmann::ordered_json& manifest_b);
 
 // "step 1, forward, GNN.forward (train.py:46): aten.index_add_ — same inputs, different outputs. ..."
 std::string op_sentence(const OpDivergence& d, const OpCause& cause);
