@@ -1,10 +1,12 @@
 // The diff engine (audit/diff.hpp) on synthetic step logs: every divergence kind with its step,
 // line, phase and tensor; tolerance; the manifest diff's classes. Localization of a replay is in
-// test_audit_localize.cpp, ULP distances in test_audit_ulp.cpp.
+// test_audit_localize.cpp, ULP distances in test_audit_ulp.cpp, the frameworks' and machines' facts in
+// test_audit_machine_facts.cpp.
 #include "reprun/audit/diff.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/record/run_dir.hpp"
 #include "reprun/record/step_record.hpp"
+#include "diff_logs.hpp"
 #include "testing.hpp"
 
 #include <doctest/doctest.h>
@@ -18,51 +20,7 @@ using namespace reprun;
 using ojson = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-namespace {
-
-// {"step":s,"epoch":0,"loss":L,"batch":"B","tensors":{"w":{"xxh3":W,"norm":N}}[,"forward":..., "backward":...]}
-std::string line(long step, double loss, const std::string& batch = "b", const std::string& w = "w1",
-                 const std::string& bwd_grad = "") {
-  std::string s = "{\"step\":" + std::to_string(step) + ",\"epoch\":0";
-  if (step > 0) {
-    s += ",\"loss\":" + json_number(loss) + ",\"batch\":\"" + batch + "\"";
-  }
-  s += ",\"tensors\":{\"dense_1.weight\":{\"xxh3\":\"" + w + "\",\"norm\":1.5},\"dense_1.bias\":{\"xxh3\":\"b1\",\"norm\":0.5}}";
-  if (!bwd_grad.empty()) {
-    s += ",\"forward\":[{\"name\":\"input\",\"xxh3\":\"i\"},{\"name\":\"dense_1.logits\",\"xxh3\":\"l\"}]";
-    s += ",\"backward\":[{\"name\":\"loss.dlogits\",\"xxh3\":\"d\"},{\"name\":\"dense_1.weight.grad\",\"xxh3\":\"" +
-         bwd_grad + "\"}]";
-  }
-  return s + "}\n";
-}
-
-std::string log_of(long steps) {
-  std::string s = line(0, 0);
-  for (long i = 1; i <= steps; ++i) {
-    s += line(i, 1.0 / static_cast<double>(i));
-  }
-  return s;
-}
-
-DiffResult diff_texts(const std::string& a, const std::string& b, const DiffOptions& opt = {}) {
-  testing::TempDir t;
-  testing::write(t / "a.jsonl", a);
-  testing::write(t / "b.jsonl", b);
-  return diff_runs(t / "a.jsonl", t / "b.jsonl", opt);
-}
-
-std::string replace_line(const std::string& log, long step, const std::string& with) {
-  std::string out;
-  size_t pos = 0;
-  for (long i = 0; pos < log.size(); ++i) {
-    size_t nl = log.find('\n', pos);
-    out += i == step ? with : log.substr(pos, nl + 1 - pos);
-    pos = nl + 1;
-  }
-  return out;
-}
-
-} // namespace
+using namespace difftest;
 
 TEST_CASE("diff: identical logs") {
   DiffResult r = diff_texts(log_of(5), log_of(5));
@@ -194,35 +152,6 @@ TEST_CASE("manifest diff: material, not counted (execution settings, kernels), v
   CHECK(deltas.front().key == "config.optimizer.lr"); // material first
 }
 
-namespace {
-
-// A run directory holding `log` as its steps.jsonl, a minimal manifest and a summary.
-std::string make_run(const testing::TempDir& t, const std::string& name, const std::string& log, double lr = 0.1,
-                     int threads = 2, const std::string& status = "complete") {
-  RunDir run = RunDir::create(t / name);
-  run.write_manifest(ojson{{"format", k_run_format},
-                           {"kind", "train"},
-                           {"created", name},
-                           {"config", {{"optimizer", {{"lr", lr}}}, {"determinism", {{"threads", threads}}}}}});
-  testing::write(run.file(RunFile::steps), log);
-  RunSummary s;
-  s.status = status;
-  s.steps_log = run.log_facts(RunFile::steps); // as the trainer records them
-  s.evals_log = run.log_facts(RunFile::evals);
-  run.write_summary(s);
-  return run.path();
-}
-
-const MetaDelta* delta(const std::vector<MetaDelta>& v, const std::string& key) {
-  for (const auto& d : v) {
-    if (d.key == key) {
-      return &d;
-    }
-  }
-  return nullptr;
-}
-
-} // namespace
 
 TEST_CASE("diff: run directories compare their manifests as well as their logs") {
   testing::TempDir t;
@@ -578,105 +507,6 @@ TEST_CASE("manifest diff: the config file's digest is counted only where no conf
   bare_b.erase("config_digest");
   bare_b["config"]["optimizer"]["lr"] = 0.1;
   CHECK(delta(deltas_of(bare_a, bare_b), "config_file.sha256")->kind == MetaDelta::Kind::material);
-}
-
-TEST_CASE("manifest diff: a framework fact one run never recorded is not a difference") {
-  ojson a = {{"framework", {{"torch", "1.13"}, {"devices", {{"cpu", nullptr}}}, {"steps_seen", 1}}}};
-  ojson b = {{"framework", {{"torch", "1.13"}, {"devices", ojson::object()}, {"steps_seen", 0}}}};
-  DatasetDelta ds;
-  auto deltas = diff_manifests(a, b, {}, ds);
-  const MetaDelta* dev = delta(deltas, "framework.devices.cpu");
-  REQUIRE(dev);
-  CHECK(dev->kind == MetaDelta::Kind::unrecorded);
-  CHECK(dev->why == "not recorded in B: it made no optimizer step");
-  CHECK(deltas.front().kind != MetaDelta::Kind::material);
-  // A device both runs recorded, differently, is a difference.
-  ojson c = a;
-  c["framework"]["devices"] = {{"cuda:0", "H100"}};
-  DatasetDelta ds2;
-  auto real = diff_manifests(a, c, {}, ds2);
-  CHECK(delta(real, "framework.devices.cuda:0")->kind == MetaDelta::Kind::material);
-  // A capture that stopped, and a run with no framework facts at all.
-  ojson stopped = b;
-  stopped["framework"]["steps_seen"] = 1;
-  stopped["framework"]["capture_stopped"] = "step 1: ValueError: x";
-  DatasetDelta ds3;
-  CHECK(delta(diff_manifests(a, stopped, {}, ds3), "framework.devices.cpu")->why ==
-        "not recorded in B: its capture stopped");
-  DatasetDelta ds4;
-  auto none = diff_manifests(ojson::object({{"format", "x"}}), a, {}, ds4);
-  CHECK(delta(none, "framework.torch")->kind == MetaDelta::Kind::unrecorded);
-}
-
-TEST_CASE("diff: the machines' facts are listed, not counted, where every step record agrees") {
-  testing::TempDir t;
-  auto on_machine = [&](const std::string& name, const std::string& log, const std::string& cpu, const std::string& core) {
-    const std::string path = make_run(t, name, log);
-    RunDir run = RunDir::open(path);
-    ojson m = run.read_manifest();
-    m["kind"] = "exec"; // a program's run: the built-in trainer's guarantees do not cover it
-    m["host"] = {{"cpu_model", cpu}, {"isa", {"avx2"}}};
-    m["env"] = {{"OPENBLAS_CORETYPE", core}, {"PYTHONHASHSEED", "0"}};
-    m["framework"] = {{"name", "pytorch"}, {"torch", "2.5.1"}, {"cpu", {{"openblas", {{"libblas.so.3", {{"core", core}}}}}}}};
-    run.write_manifest(m);
-    return path;
-  };
-  DiffResult same = diff_runs(on_machine("a", log_of(3), "EPYC", "Cooperlake"), on_machine("b", log_of(3), "Xeon", "Haswell"), {});
-  CHECK(same.identical);
-  CHECK(same.verdict.rfind("IDENTICAL", 0) == 0);
-  for (const char* key : {"host.cpu_model", "env.OPENBLAS_CORETYPE", "framework.cpu.openblas"}) {
-    const MetaDelta* m = nullptr;
-    for (const auto& d : same.meta) {
-      if (d.key.rfind(key, 0) == 0) {
-        m = &d;
-      }
-    }
-    REQUIRE_MESSAGE(m, key);
-    CHECK(m->kind == MetaDelta::Kind::informational);
-    CHECK(m->why == "a machine fact: the numbers agree");
-  }
-  CHECK(std::any_of(same.notes.begin(), same.notes.end(),
-                    [](const std::string& n) { return n.find("different machines or CPU kernels") != std::string::npos; }));
-  // Where the numbers part, the same facts are counted, and the kernels are the likely cause with a fix that acts on them.
-  DiffResult parted = diff_runs(on_machine("c", log_of(3), "EPYC", "Cooperlake"),
-                                on_machine("d", replace_line(log_of(3), 2, line(2, 0.75)), "Xeon", "Haswell"), {});
-  CHECK_FALSE(parted.identical);
-  const MetaDelta* core = nullptr;
-  for (const auto& d : parted.meta) {
-    if (d.key == "env.OPENBLAS_CORETYPE") {
-      core = &d;
-    }
-  }
-  REQUIRE(core);
-  CHECK(core->kind == MetaDelta::Kind::material);
-  CHECK(core->category == "cpu");
-  std::string causes;
-  for (const auto& d : parted.diagnosis) {
-    causes += d.cause + " | fix: " + d.fix + "\n";
-  }
-  CHECK_MESSAGE(causes.find("the CPU's kernels differ") != std::string::npos, causes);
-  CHECK_MESSAGE(causes.find("OPENBLAS_CORETYPE for OpenBLAS") != std::string::npos, causes);
-}
-
-TEST_CASE("manifest diff: a plain Python program's packages are compared; torch's facts it lacks are not recorded") {
-  auto plain = [](const std::string& numpy) {
-    return ojson{{"framework", {{"name", "python"}, {"python", "3.11.2"},
-                                {"distributions", {{"count", 1}, {"sha256", numpy}, {"packages", {{"numpy", numpy}}}}}}}};
-  };
-  DatasetDelta ds;
-  auto packages = diff_manifests(plain("1.24.2"), plain("1.26.4"), {}, ds);
-  const MetaDelta* np = delta(packages, "framework.distributions.packages.numpy");
-  REQUIRE(np);
-  CHECK(np->kind == MetaDelta::Kind::material);
-  CHECK(np->category == "libraries");
-  ojson torch = {{"framework", {{"name", "pytorch"}, {"python", "3.11.2"}, {"torch", "2.5.1"}, {"steps_seen", 1}}}};
-  DatasetDelta ds2;
-  auto mixed = diff_manifests(plain("1.24.2"), torch, {}, ds2);
-  const MetaDelta* t = delta(mixed, "framework.torch");
-  REQUIRE(t);
-  CHECK(t->kind == MetaDelta::Kind::unrecorded);
-  CHECK(t->why.find("not recorded in A: it never imported torch") == 0);
-  CHECK(delta(mixed, "framework.name")->kind == MetaDelta::Kind::material);
 }
 
 TEST_CASE("diff: duplicate steps, garbage after the shorter log ends, and a cut-short last line") {
