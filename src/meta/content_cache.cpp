@@ -72,11 +72,7 @@ void content_cache_store(const std::string& dir, const struct stat& st, const Co
   }
 }
 
-} // namespace reprun
-
 // ---- FolderCache ------------------------------------------------------------------------------
-
-namespace reprun {
 
 namespace {
 
@@ -230,11 +226,7 @@ bool FolderCache::lookup(const std::string& folder, const struct stat& st, Conte
   if (f == m_folders.end()) {
     return false;
   }
-  char key[128];
-  const auto n = fmt::format_to_n(key, sizeof key, "{} {} {} {} {}", static_cast<uint64_t>(st.st_dev),
-                                  static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size), ns(st.st_mtim),
-                                  ns(st.st_ctim));
-  const auto e = f->second.entries.find(std::string_view(key, std::min(n.size, sizeof key)));
+  const auto e = f->second.entries.find(folder_key(st));
   if (e == f->second.entries.end() || !decode(e->second.line, static_cast<uint64_t>(st.st_size), out)) {
     return false;
   }
