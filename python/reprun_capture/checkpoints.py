@@ -34,14 +34,7 @@ import warnings
 import weakref
 
 from .imports import after_import
-
-# Ops that draw from a generator (the base of the op name, "aten.bernoulli_.float" -> "bernoulli_").
-RANDOM_OPS = frozenset({
-    "bernoulli", "bernoulli_", "normal", "normal_", "uniform_", "random_", "randint", "randint_like", "rand",
-    "rand_like", "randn", "randn_like", "randperm", "multinomial", "exponential_", "geometric_", "cauchy_",
-    "log_normal_", "native_dropout", "dropout", "_fused_dropout", "rrelu_with_noise", "poisson", "_standard_gamma",
-    "_sample_dirichlet", "binomial"})
-
+from .random_ops import draws, is_seeded
 
 def _sha(data):
     return hashlib.sha256(data).hexdigest()
@@ -523,15 +516,17 @@ class CheckpointWatch:
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
-                if len(watch.draws) < 2 and not watch.cap.busy:
-                    name = str(func)
-                    base = name.split(".")[1] if name.count(".") >= 1 else name
-                    if base in RANDOM_OPS:
-                        which = "default" if kwargs.get("generator") is None else "own"
-                        if which not in watch.draws:
-                            watch.draws[which] = {"op": ".".join(name.split(".")[:2]),
-                                                  "where": watch._user_line_from(sys._getframe(1))}
-                return func(*args, **kwargs)
+                if len(watch.draws) >= 2 or watch.cap.busy or not is_seeded(func):
+                    return func(*args, **kwargs)
+                import torch
+                leaves = list(args) + list(kwargs.values())
+                tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
+                out, drew = draws(torch, func, leaves, tensors, kwargs, lambda: func(*args, **kwargs))
+                which = "default" if kwargs.get("generator") is None else "own"
+                if drew and which not in watch.draws:
+                    watch.draws[which] = {"op": ".".join(str(func).split(".")[:2]),
+                                          "where": watch._user_line_from(sys._getframe(1))}
+                return out
 
         self.draw_mode = _ReprunDraws()
         self.draw_mode.__enter__()

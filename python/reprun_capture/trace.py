@@ -16,14 +16,13 @@ with compilation off).
 and a last line {"end": "steps" | "max_ops" | "exit", "ops": N, "steps": S}.
 """
 
-import hashlib
 import json
 import os
 import sys
 import sysconfig
 import zlib
 
-from .checkpoints import RANDOM_OPS
+from .random_ops import fingerprint, generator_of, is_sampler, is_seeded
 
 # Ops whose outputs are uninitialized memory: they differ by design and are never compared (nor are
 # the handles of the profiler.* ops).
@@ -249,7 +248,7 @@ class OpTracer:
             storages = [self._storage(t) for t in tin]
             src = [self._source(t, k, fp) for t, k, fp in zip(tin, storages, fin)]
             other = "|".join(_plain_repr(self.torch, x) for x in leaves if not isinstance(x, self.torch.Tensor))
-            gen = self._generator(name, leaves, tin, kwargs)
+            gen, generator = self._generator(func, leaves, tin, kwargs)
         except Exception as e:  # never the user's error: report it once and trace no further
             self._broken(e)
             return func(*args, **kwargs)
@@ -309,6 +308,8 @@ class OpTracer:
             rec = {"i": i, "step": cap.step + 1, "phase": phase, "op": name, "module": module, "mtype": module_type,
                    "func": fn, "where": where, "device": device, "in": fin, "src": src, "args": crc_text(other),
                    "out": fout}
+            if gen and generator is not None and not is_sampler(func) and fingerprint(generator)["state"] == gen["state"]:
+                gen = None  # an op tagged for its dropout (attention, an RNN) that did not draw: dropout 0
             if gen is not None:
                 rec["gen"] = gen
             if cap.compiled and cap.in_compiled():
@@ -322,30 +323,18 @@ class OpTracer:
             cap.busy = False
         return out
 
-    def _generator(self, name, leaves, tin, kwargs):
-        """For a random op: the generator it draws from, before it draws: {"own": whether the program
-        passed one (generator=), "seed": its initial_seed(), "state": a digest of its state}. What
-        tells a seed that differs from draws that differ in number from a kernel that differs."""
-        parts = name.split(".")
-        if len(parts) < 2 or parts[1] not in RANDOM_OPS:
-            return None
-        torch = self.torch
-        gen = kwargs.get("generator")
-        if not isinstance(gen, torch.Generator):
-            gen = next((x for x in leaves if isinstance(x, torch.Generator)), None)
-        own = gen is not None
+    def _generator(self, func, leaves, tin, kwargs):
+        """For an op that draws from a generator (random_ops.is_seeded): the generator, before it
+        draws: ({"own": whether the program passed one (generator=), "seed": its initial_seed(),
+        "state": a digest of its state}, the generator), or ({}, None) where torch does not expose it.
+        Every record of such an op carries the field: it is what marks the op as a random draw in the
+        comparison. (None, None) for any other op."""
+        if not is_seeded(func):
+            return None, None
+        gen, own = generator_of(self.torch, leaves, tin, kwargs)
         if gen is None:
-            device = tin[0].device if tin else kwargs.get("device")
-            device = torch.device(device) if device is not None else torch.device("cpu")
-            if device.type == "cuda":
-                gen = torch.cuda.default_generators[device.index if device.index is not None else torch.cuda.current_device()]
-            elif device.type == "cpu":
-                gen = torch.default_generator
-            else:
-                return None
-        state = gen.get_state()
-        return {"own": own, "seed": int(gen.initial_seed()),
-                "state": hashlib.sha256(bytes(state.cpu().numpy())).hexdigest()[:16]}
+            return {}, None
+        return dict(own=own, **fingerprint(gen)), gen
 
     def adopt_fork(self):
         """A rank forked from the launcher: the launcher's open trace is the launcher's."""

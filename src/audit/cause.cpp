@@ -400,6 +400,7 @@ private:
                   "OMP_NUM_THREADS=N for every run)"
                 : fmt::format("give {} the same value in every run, or find what in the program depends on it",
                               name_list(names)));
+    m_out.back().d.claims_varied = true;
   }
 
   // Atomic reductions, thread-dependent code: the same inputs, different numbers.

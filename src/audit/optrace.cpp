@@ -150,14 +150,6 @@ std::string base_name(const std::string& op) {
   return dot == std::string::npos ? s : s.substr(dot + 1);
 }
 
-bool is_random_op(const std::string& b) {
-  static const std::array<std::string_view, 17> k_prefixes = {
-      "rand",        "normal",     "uniform",  "bernoulli",      "multinomial", "exponential",
-      "geometric",   "cauchy",     "log_normal", "native_dropout", "dropout",     "fused_dropout",
-      "_fused_dropout", "rrelu_with_noise", "poisson", "_standard_gamma", "binomial"};
-  return std::any_of(k_prefixes.begin(), k_prefixes.end(), [&](std::string_view p) { return b.rfind(p, 0) == 0; });
-}
-
 // Ops whose CUDA kernels add floats with atomics (or let duplicate indices race), per PyTorch's
 // torch.use_deterministic_algorithms documentation.
 bool is_cuda_atomic_op(const std::string& b) {
@@ -203,7 +195,7 @@ std::string thread_counts(const ojson& fa, const ojson& fb) {
 
 } // namespace
 
-bool is_random_draw(const std::string& op) { return is_random_op(base_name(op)); }
+bool is_random_draw(const OpRecord& r) { return r.gen.has_value(); }
 
 bool adopts_storage(const OpRecord& r) {
   return base_name(r.op) == "set_" && r.op.find("source_Storage") != std::string::npos;
@@ -271,7 +263,7 @@ OpDivergence compare_op_traces(const std::string& path_a, const std::string& pat
       }
       // A draw into uninitialized memory (dropout's bernoulli_ on an empty_like) reads only its generator.
       const bool draw_into_empty =
-          is_random_op(base_name(d.a.op)) && !d.differing_inputs.empty() &&
+          is_random_draw(d.a) && !d.differing_inputs.empty() &&
           std::all_of(d.differing_inputs.begin(), d.differing_inputs.end(), [&](size_t k) {
             bool compared = true;
             const long src = k < d.a.src.size() ? d.a.src[k] : -1;
@@ -414,47 +406,58 @@ OpCause op_cause(const OpDivergence& d, const ojson& framework_a, const ojson& f
   if (!env_threads.empty()) {
     threads = threads.empty() ? env_threads : threads + " (" + env_threads + ")";
   }
-  if (is_random_op(b) && d.a.gen && d.b.gen) {
-    // What the generator was before the draw tells a seed from draws in another number from a kernel.
-    const OpRecord::Generator& ga = *d.a.gen;
-    const OpRecord::Generator& gb = *d.b.gen;
-    const std::string which = ga.own ? "the torch.Generator the program passed to it (generator=)"
-                                     : fmt::format("torch's default {} generator", cuda ? "CUDA" : "CPU");
-    if (ga.seed != gb.seed) {
-      c.reason = fmt::format("a random draw from {}, seeded differently in the two runs: its initial_seed() is {} in A "
-                             "and {} in B (seeded from the clock or the OS's entropy: {}, or a seed that is not fixed)",
-                             which, ga.seed, gb.seed, ga.own ? "generator.seed()" : "torch.seed(), no torch.manual_seed");
-      c.fix = ga.own ? "seed that generator with a fixed seed where the program makes it (generator.manual_seed(SEED), "
-                       "not generator.seed()); torch.manual_seed does not reach it"
-                     : "torch.manual_seed(SEED) with a fixed SEED before the first draw";
-      c.fix_kind = ga.own ? "seed_own" : "seed";
-    } else if (ga.state != gb.state) {
-      c.reason = fmt::format("a random draw from {}: seeded alike (initial_seed() {} in both runs), but its state "
-                             "differs: the runs drew from it a different number of times before this op, or set its "
-                             "state differently",
-                             which, ga.seed);
-      c.fix = "find the draws before this op that differ in number between the runs (a branch or a loop that depends "
-              "on data or timing) or a state set differently, and make them the same";
-    } else if (!cuda && !kernels.empty()) {
-      c.reason = fmt::format("a random draw from {}, whose state was the same in both runs before it drew: the "
-                             "CPU's kernels differ ({}), and the sampler gives other numbers with each",
-                             which, kernels);
-      c.fix = kernel_fix;
-      c.fix_kind = "kernels";
-    } else {
-      c.reason = fmt::format("a random draw from {}, whose state was the same in both runs before it drew: the "
-                             "random kernel itself gave other numbers (another instruction set, device or torch build)",
-                             which);
-      c.fix = "run every run on the same kind of machine with the same torch build and kernel settings "
-              "(ATEN_CPU_CAPABILITY), or compare with a tolerance (reprun diff --rtol/--atol)";
-    }
-  } else if (is_random_op(b)) {
-    c.reason = "a random draw: the generator's state differs between the runs (a seed that is not fixed: "
-               "torch.seed(), no torch.manual_seed, a generator seeded from the clock or os.urandom)";
+  // A random draw is blamed on its generator only where what the generator was before the draw says
+  // so; with the same generator state the draw is an op like any other (its kernel, its device).
+  const bool random = is_random_draw(d.a) && is_random_draw(d.b);
+  const bool gen_known = random && d.a.gen->known() && d.b.gen->known();
+  const std::string which =
+      !random ? "" : d.a.gen->own ? "the torch.Generator the program passed to it (generator=)"
+                                  : fmt::format("torch's default {} generator", cuda ? "CUDA" : "CPU");
+  bool generator_explains = true;
+  if (random && !gen_known) {
+    c.reason = "a random draw from a generator reprun could not read (not the CPU's or a CUDA device's): seeded "
+               "differently, drawn from a different number of times before, or its kernel differs";
     c.fix = "torch.manual_seed(SEED) with a fixed SEED before the first draw, and a seeded torch.Generator for "
             "data order and augmentation";
     c.fix_kind = "seed";
-  } else if (cuda && is_conv_op(b)) {
+  } else if (random && d.a.gen->seed != d.b.gen->seed) {
+    const OpRecord::Generator& ga = *d.a.gen;
+    const OpRecord::Generator& gb = *d.b.gen;
+    c.reason = fmt::format("a random draw from {}, seeded differently in the two runs: its initial_seed() is {} in A "
+                           "and {} in B (seeded from the clock or the OS's entropy: {}, or a seed that is not fixed)",
+                           which, ga.seed, gb.seed, ga.own ? "generator.seed()" : "torch.seed(), no torch.manual_seed");
+    c.fix = ga.own ? "seed that generator with a fixed seed where the program makes it (generator.manual_seed(SEED), "
+                     "not generator.seed()); torch.manual_seed does not reach it"
+                   : "torch.manual_seed(SEED) with a fixed SEED before the first draw";
+    c.fix_kind = ga.own ? "seed_own" : "seed";
+  } else if (random && d.a.gen->state != d.b.gen->state && cuda) {
+    // A CUDA generator's state is its seed and an offset, which each random kernel advances by an
+    // amount its launch grid decides (the GPU's SM count, the torch build): not evidence of other draws.
+    c.reason = fmt::format("a random draw from {}, seeded alike (initial_seed() {} in both runs); its offset "
+                           "differs, and on CUDA the offset each random kernel advances it by depends on its launch "
+                           "grid (the GPU's number of SMs, the torch build) as well as on the number of draws before",
+                           which, d.a.gen->seed);
+    c.fix = "run every run on the same GPU model with the same torch build; where they are the same, find the "
+            "random ops before this one that differ in number between the runs (a branch or a loop that depends "
+            "on data or timing), and make them the same";
+  } else if (random && d.a.gen->state != d.b.gen->state) {
+    c.reason = fmt::format("a random draw from {}: seeded alike (initial_seed() {} in both runs), but its state "
+                           "differs: the runs drew from it a different number of times before this op, or set its "
+                           "state differently",
+                           which, d.a.gen->seed);
+    c.fix = "find the draws before this op that differ in number between the runs (a branch or a loop that depends "
+            "on data or timing) or a state set differently, and make them the same";
+  } else {
+    generator_explains = false;
+  }
+  if (generator_explains) {
+    return c;
+  }
+  const std::string drew = random ? fmt::format("a random draw from {}, whose state was the same in both runs before "
+                                                "it drew, so not its seed: ",
+                                                which)
+                                  : "";
+  if (cuda && is_conv_op(b)) {
     c.reason = "non-deterministic on CUDA: cuDNN chooses its convolution algorithm per run (benchmark) and "
                "some algorithms add with atomics";
     c.fix = "torch.backends.cudnn.deterministic = True; torch.backends.cudnn.benchmark = False (or "
@@ -475,14 +478,20 @@ OpCause op_cause(const OpDivergence& d, const ojson& framework_a, const ojson& f
             "for every run)";
     c.fix_kind = "threads";
   } else if (!cuda && !kernels.empty() && d.kind == OpDivergence::Kind::same_inputs) {
-    c.reason = "its result depends on the CPU's kernels, which differ: " + kernels;
+    c.reason = (random ? "the sampler's result" : "its result") + std::string(" depends on the CPU's kernels, which "
+                                                                             "differ: ") + kernels;
     c.fix = kernel_fix;
     c.fix_kind = "kernels";
+  } else if (random) {
+    c.reason = "the random kernel itself gave other numbers (another instruction set, device or torch build)";
+    c.fix = "run every run on the same kind of machine with the same torch build and kernel settings "
+            "(ATEN_CPU_CAPABILITY), or compare with a tolerance (reprun diff --rtol/--atol)";
   } else {
     c.reason = fmt::format("not a documented non-deterministic op{}", cuda ? " on CUDA" : " on the CPU");
     c.fix = "torch.use_deterministic_algorithms(True) (PyTorch then uses deterministic kernels or raises on "
             "ops that have none)";
   }
+  c.reason = drew + c.reason;
   return c;
 }
 

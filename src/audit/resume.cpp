@@ -537,7 +537,7 @@ std::optional<OpCause> resume_op_cause(const OpDivergence& d, const ResumeAudit&
     return nullptr;
   };
   const BoundaryRow* row = nullptr;
-  if (d.kind == OpDivergence::Kind::same_inputs && is_random_draw(r.op)) {
+  if (d.kind == OpDivergence::Kind::same_inputs && is_random_draw(r)) {
     row = pick({"generator"});
   } else if (r.phase == "optimizer") {
     row = pick({"optimizer", "hyperparameters", "scheduler", "scaler", "parameters"});

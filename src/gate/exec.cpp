@@ -213,6 +213,62 @@ void refuse_untested(const CheckResult& res, const std::vector<RunEvents>& event
 
 } // namespace
 
+// Under --vary, the runs differ in the varied variables only: when each replay, at its run's value,
+// gives its own run's records again, the variable decides the numbers and is the cause (with the
+// op found, and a fix that acts on it); when a replay does not, the runs also differ at one value,
+// and the cause found stands as it is.
+void varied_cause(const ExecPlan& plan, CheckPair& pair, const CheckRun& run_a, const CheckRun& run_b,
+                  const fs::path& replays, long upto, const OpRecord& r, OpCause& cause) {
+  std::vector<std::string> values;
+  for (const auto& v : plan.vary) {
+    const std::string& va = v.values[static_cast<size_t>(run_a.index - 1) % v.values.size()];
+    const std::string& vb = v.values[static_cast<size_t>(run_b.index - 1) % v.values.size()];
+    if (va != vb) {
+      values.push_back(plan.vary.size() == 1 ? fmt::format("{} than with {}", vb, va)
+                                             : fmt::format("{}={} than with {}={}", v.name, vb, v.name, va));
+    }
+  }
+  if (values.empty()) {
+    return;
+  }
+  auto again = [&](const CheckRun& run) {
+    const std::string replay = RunDir::open((replays / fmt::format("run-{}", run.index)).string()).file(RunFile::steps);
+    std::ifstream in(replay);
+    std::string line;
+    long held = 0;
+    while (held < upto && std::getline(in, line)) {
+      ++held;
+    }
+    return held >= std::min(upto, r.step) && first_differing_record(replay, RunDir::open(run.dir).file(RunFile::steps),
+                                                                     upto) < 0;
+  };
+  std::string joined;
+  for (const auto& v : values) {
+    joined += (joined.empty() ? "" : ", and with ") + v;
+  }
+  // The cause that says so without the op: replaced by the op's below, or contradicted.
+  auto& causes = pair.diff.diagnosis;
+  causes.erase(std::remove_if(causes.begin(), causes.end(), [](const Diagnosis& d) { return d.claims_varied; }),
+               causes.end());
+  if (!again(run_a) || !again(run_b)) {
+    cause.reason += fmt::format("; the runs also differ at one value: a replay at its run's value did not give that "
+                                "run's records again, so the varied variable is not the only cause");
+    return;
+  }
+  std::string names;
+  for (const auto& v : plan.vary) {
+    names += (names.empty() ? "" : ", ") + v.name;
+  }
+  cause.reason = fmt::format("the results depend on {}: it gives other bits with {} (each run's replay at its own "
+                             "value gave its records again); {}",
+                             names, joined, cause.reason);
+  if (cause.fix_kind != "kernels" && cause.fix_kind != "threads") {
+    cause.fix = fmt::format("the same {} in every run and on every machine, or compare with a tolerance (reprun diff "
+                            "--rtol/--atol); {}",
+                            names, cause.fix);
+  }
+}
+
 // Operation-level localization of a pair that diverged at a step: replays run-1 and run-K with an
 // op trace up to that step (up to 3 attempts, until the traces differ), names the first op whose
 // outputs differ, and for an op with identical inputs saves them with a repro.py. A resume pair's
@@ -362,6 +418,11 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     }
   }
   const OpRecord& r = od.a.op.empty() ? od.b : od.a;
+  if (!rr && !resume_explains) {
+    varied_cause(plan, pair, run_a, *run_b, fs::path(plan.opt.work_dir) / fmt::format("replay-{}.{}", pair.run,
+                                                                                     std::min(attempt, k_attempts)),
+                 std::max(limit, r.step), r, cause);
+  }
   // The operation found is the most direct cause: first among the likely causes. A cause that says
   // the numbers part from the same inputs is withdrawn when the op's inputs already differ (or the
   // runs took other ops): what was found contradicts it.

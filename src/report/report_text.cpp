@@ -51,7 +51,6 @@ std::string indent(const std::string& text, const std::string& prefix) {
   return out;
 }
 
-std::string meta_value(const std::string& v) { return v.size() > 70 ? v.substr(0, 67) + "..." : v; }
 
 } // namespace
 

@@ -56,6 +56,62 @@ PYEOF
 expect_rc 0 "$REPRUN" diff "$T/r0/run-1" "$T/r1/run-1"
 grep -q '^IDENTICAL' "$T/out" || fail "text verdict: $(head -3 "$T/out")"
 
+# torch's own kernels: ATEN_CPU_CAPABILITY=default (no vector instructions) against avx2, where this
+# CPU and torch have AVX2 and the two give other bits (the samplers and the init do here).
+cat >init.py <<'PY'
+import torch
+torch.manual_seed(0)
+model = torch.nn.Linear(512, 1024)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(64, 512)
+for step in range(2):
+    opt.zero_grad()
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    opt.step()
+PY
+capability() {
+  ATEN_CPU_CAPABILITY=$1 "$PY" -c "import hashlib, torch; torch.manual_seed(0); m = torch.nn.Linear(512, 1024)
+print(hashlib.sha256(m.weight.detach().numpy().tobytes()).hexdigest())"
+}
+if [[ $flags != *" avx2 "* ]]; then
+  echo "note: this CPU has no AVX2: the ATEN_CPU_CAPABILITY case is not run"
+elif [[ $(capability default) == "$(capability avx2)" ]]; then
+  echo "note: torch's kernels give the same bits with and without AVX2 here: the ATEN_CPU_CAPABILITY case is not run"
+else
+  expect_rc 1 "$REPRUN" exec -o "$T/cap" -q --vary env:ATEN_CPU_CAPABILITY=default,avx2 --format json -- "$PY" init.py
+  python3 - "$T/out" <<'PYEOF' || fail "--vary ATEN_CPU_CAPABILITY: $(head -c 4000 "$T/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+p = r["pairs"][0]
+s = p["localization"]["sentence"]
+assert "init.py:3" in s or "init.py:6" in s, s
+assert "The results depend on ATEN_CPU_CAPABILITY: it gives other bits with avx2 than with default (each run's replay at its own value gave its records again)" in s, s
+assert "ATEN_CPU_CAPABILITY is default in A and avx2 in B" in s and "torch's own kernels use" in s, s
+assert "ATEN_CPU_CAPABILITY (PyTorch's own kernels) set for every run" in s, s
+causes = p["diff"]["diagnosis"]
+assert causes[0]["cause"].startswith("aten.") and "depend on ATEN_CPU_CAPABILITY" in causes[0]["cause"], causes
+text = s + " ".join(d["cause"] for d in causes)
+for bad in ("generator's state differs", "seeded differently", "same environment", "same inputs and environment"):
+    assert bad not in text, (bad, text)
+PYEOF
+fi
+
+# A variable varied on a program that differs at any value (unseeded): the replay at one value does
+# not give its run again, so the variable is not named as the cause; the seed is.
+sed 's/^torch.manual_seed(0)$//' init.py >unseeded.py
+expect_rc 1 "$REPRUN" exec -o "$T/unseeded" -q --vary env:UNUSED_SETTING=a,b --format json -- "$PY" unseeded.py
+python3 - "$T/out" <<'PYEOF' || fail "--vary on an unseeded program: $(head -c 4000 "$T/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+p = r["pairs"][0]
+s = p["localization"]["sentence"]
+assert "seeded differently in the two runs" in s, s
+assert "the runs also differ at one value" in s, s
+assert "depend on UNUSED_SETTING" not in s, s
+assert not [d for d in p["diff"]["diagnosis"] if "varied on purpose changes the numbers" in d["cause"]], p["diff"]["diagnosis"]
+PYEOF
+
 # Two core types whose matmul gives other bits here, found now (none where torch's BLAS is not
 # OpenBLAS: PyPI's torch runs its matmul on MKL).
 probe() {

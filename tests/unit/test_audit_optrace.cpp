@@ -75,6 +75,58 @@ TEST_CASE("A collective blamed with the same inputs gets the reduction-order cau
 
 namespace {
 
+// A random draw with the same inputs in both runs, from generators as given.
+OpDivergence draw(const std::string& device, const std::optional<OpRecord::Generator>& ga,
+                  const std::optional<OpRecord::Generator>& gb, const std::string& op = "aten.bernoulli_.float") {
+  OpDivergence d;
+  d.kind = OpDivergence::Kind::same_inputs;
+  d.a.op = d.b.op = op;
+  d.a.device = d.b.device = device;
+  d.a.gen = ga;
+  d.b.gen = gb;
+  return d;
+}
+
+} // namespace
+
+TEST_CASE("A random draw is blamed on its generator only where the generator's state says so") {
+  using G = OpRecord::Generator;
+  // Seeds that differ: the seed, on any device.
+  for (const char* device : {"cpu", "cuda:0"}) {
+    const OpCause c = op_cause(draw(device, G{false, 1, "aa"}, G{false, 2, "bb"}), nullptr, nullptr, "");
+    CHECK(c.reason.find("seeded differently in the two runs: its initial_seed() is 1 in A and 2 in B") !=
+          std::string::npos);
+    CHECK(c.fix_kind == "seed");
+  }
+  // Same seed, other state: on the CPU other draws before; on CUDA the offset, which the launch grid
+  // moves too, so never the seed.
+  OpCause c = op_cause(draw("cpu", G{false, 1, "aa"}, G{false, 1, "bb"}), nullptr, nullptr, "");
+  CHECK(c.reason.find("drew from it a different number of times") != std::string::npos);
+  c = op_cause(draw("cuda:0", G{false, 1, "aa"}, G{false, 1, "bb"}), nullptr, nullptr, "");
+  CHECK(c.reason.find("its offset differs") != std::string::npos);
+  CHECK(c.reason.find("launch grid") != std::string::npos);
+  CHECK(c.fix_kind != "seed");
+  // Same state: not the generator. The CPU's kernels where they differ; the op's own rule on CUDA.
+  c = op_cause(draw("cpu", G{false, 1, "aa"}, G{false, 1, "aa"}), nullptr, nullptr, "",
+               "ATEN_CPU_CAPABILITY is default in A and avx2 in B");
+  CHECK(c.reason.find("so not its seed: the sampler's result depends on the CPU's kernels, which differ: "
+                      "ATEN_CPU_CAPABILITY") != std::string::npos);
+  CHECK(c.fix_kind == "kernels");
+  c = op_cause(draw("cuda:0", G{false, 1, "aa"}, G{false, 1, "aa"}, "aten._efficient_attention_backward.default"),
+               nullptr, nullptr, "");
+  CHECK(c.reason.find("float atomics") != std::string::npos);
+  CHECK(c.reason.find("seeded differently") == std::string::npos);
+  // A generator torch does not expose: no claim about its seed.
+  c = op_cause(draw("xpu:0", G{}, G{}), nullptr, nullptr, "");
+  CHECK(c.reason.find("could not read") != std::string::npos);
+  // No generator field: not a random draw, whatever its name.
+  c = op_cause(draw("cpu", std::nullopt, std::nullopt), nullptr, nullptr, "");
+  CHECK(c.reason.find("random") == std::string::npos);
+  CHECK_FALSE(is_random_draw(draw("cpu", std::nullopt, std::nullopt).a));
+}
+
+namespace {
+
 // A line of ops.jsonl with a phase and readable arguments ("argv"; none when empty).
 std::string op_in(long i, const std::string& phase, const std::string& name, const std::string& in,
                   const std::string& argv, const std::string& out) {

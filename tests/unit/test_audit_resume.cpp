@@ -199,6 +199,7 @@ TEST_CASE("resume_op_cause: a random draw is the generator, the optimizer's op t
   OpDivergence d;
   d.kind = OpDivergence::Kind::same_inputs;
   d.a.op = "aten.bernoulli_.float";
+  d.a.gen = OpRecord::Generator{false, 7, "ab12"}; // the capture marks a random draw with its generator
   d.a.phase = "forward";
   auto c = resume_op_cause(d, a);
   REQUIRE(c);
@@ -206,6 +207,7 @@ TEST_CASE("resume_op_cause: a random draw is the generator, the optimizer's op t
   CHECK(c->fix == "save it");
   d.kind = OpDivergence::Kind::inputs_differ;
   d.a.op = "aten.addcdiv_.default";
+  d.a.gen.reset();
   d.a.phase = "optimizer";
   c = resume_op_cause(d, a);
   REQUIRE(c);

@@ -160,6 +160,9 @@ struct Diagnosis {
   // The cause says the numbers part from the same inputs: an op trace that finds inputs already
   // different contradicts it, and it is then withdrawn.
   bool claims_same_inputs = false;
+  // The cause says a variable varied on purpose (exec --vary) changes the numbers: exec's replay at
+  // one value confirms it with the op (and replaces it) or contradicts it (and withdraws it).
+  bool claims_varied = false;
 };
 
 struct DiffResult {

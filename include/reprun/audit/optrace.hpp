@@ -20,11 +20,13 @@ struct OpRecord {
   std::string phase, op, module, module_type, func, where, device, args;
   std::optional<std::string> argv; // the non-tensor arguments as text, when the capture kept them (short)
   bool compiled = false; // a replay with compilation off: the op runs in torch.compile'd code in the program's runs
-  // A random op: the generator it drew from, before it drew (none in traces of older captures).
+  // An op that draws from a random generator (torch tags it nondeterministic_seeded; the capture's
+  // random_ops.py decides, and this field is how the comparison knows): the generator before it drew.
   struct Generator {
     bool own = false;   // passed by the program (generator=); else the device's default generator
     uint64_t seed = 0;  // its initial_seed()
-    std::string state;  // a digest of its state
+    std::string state;  // a digest of its state; "" where torch did not expose the generator
+    bool known() const { return !state.empty(); }
   };
   std::optional<Generator> gen;
   std::vector<std::string> in;
@@ -96,8 +98,9 @@ std::string op_sentence(const OpDivergence& d, const OpCause& cause);
 // "aten.index_add_.default" -> "aten.index_add_".
 std::string short_op_name(const std::string& op);
 
-// True for an op that draws from a random generator (randn, bernoulli_, dropout, randperm, ...).
-bool is_random_draw(const std::string& op);
+// True for an op that draws from a random generator (randn, bernoulli_, dropout, randperm, ...): its
+// record carries the generator (the capture decides which ops do, from torch's own op tags).
+bool is_random_draw(const OpRecord& r);
 
 // True for an op that makes a tensor of a storage (aten.set_.source_Storage...): the capture
 // records that storage as its last input.
