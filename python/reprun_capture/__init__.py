@@ -9,9 +9,10 @@ imports torch (this package never imports it first). Then:
 - framework facts (REPRUN_FRAMEWORK_FILE): versions, installed distributions and the determinism
   state at the first step, for the run's manifest (a process that never imports torch writes only
   its interpreter's version and distributions, packages.py);
-- in a replay only, the op trace (REPRUN_OP_TRACE): every ATen op up to REPRUN_OP_TRACE_STEPS
-  optimizer steps, with phase, module, source line and input and output fingerprints; or the
-  inputs of one op (REPRUN_OP_SAVE) and a standalone repro.py beside them.
+- in a replay, or a run recorded with exec --trace-steps N (REPRUN_OP_TRACE_KEEP: the program runs
+  on untraced after the trace), the op trace (REPRUN_OP_TRACE): every ATen op up to
+  REPRUN_OP_TRACE_STEPS optimizer steps, with phase, module, source line and input and output
+  fingerprints; or, in a replay, the inputs of one op (REPRUN_OP_SAVE) and a repro.py beside them.
 
 Errors in here never break the program: they are reported once on stderr and capture stops.
 """

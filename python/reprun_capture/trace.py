@@ -389,6 +389,24 @@ class OpTracer:
     def after_step(self, step):
         if self.out is not None and self.cap.trace_steps and step >= self.cap.trace_steps:
             self.end("steps")
+        elif self.ended:
+            self._leave()
+
+    def _leave(self):
+        """A trace that has ended, in a program that runs on (a recorded run's --trace-steps, a rank):
+        its dispatch mode leaves the stack once it is on top, so that no other mode is popped in its
+        place (a mode the program entered after it); until then it passes every op through."""
+        mode = getattr(self, "mode", None)
+        if mode is None:
+            return
+        try:
+            from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+            if _get_current_dispatch_mode() is mode:
+                mode.__exit__(None, None, None)
+                self.mode = None
+        except Exception:
+            pass
 
     def end(self, reason, exit_process=True):
         if self.ended or os.getpid() != self.cap.pid:
@@ -402,8 +420,11 @@ class OpTracer:
             self.out = None
             self._place()
         dist = self.cap.dist_info()
-        if exit_process and dist is not None and dist[1] > 1:
-            return  # a rank that exits would leave the others waiting in their next collective: it runs on untraced
+        if exit_process and ((dist is not None and dist[1] > 1) or self.cap.env.get("REPRUN_OP_TRACE_KEEP")):
+            # A rank that exits would leave the others waiting in their next collective; a recorded run
+            # (exec --trace-steps) is the program's own run: both run on untraced.
+            self._leave()
+            return
         if exit_process:
             sys.stdout.flush()
             sys.stderr.flush()

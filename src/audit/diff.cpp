@@ -2,6 +2,7 @@
 // metadata, walk their step logs (audit/step_walk.cpp), rank by rank for data-parallel programs.
 #include "reprun/audit/diff.hpp"
 #include "reprun/audit/inputs_diff.hpp"
+#include "reprun/audit/op_localize.hpp"
 
 #include "audit/diff_verdict.hpp"
 #include "audit/step_walk.hpp"
@@ -375,6 +376,9 @@ DiffResult diff_runs(const std::string& a, const std::string& b, const DiffOptio
   }
   set_verdict(r, opt, one_sided);
   r.diagnosis = diagnose(r);
+  if (opt.stored_traces) {
+    localize_in_stored_traces(r, a, b);
+  }
   return r;
 }
 

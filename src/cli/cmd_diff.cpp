@@ -93,6 +93,7 @@ int run(const DiffFlags& f) {
     opt.max_ulps = static_cast<uint64_t>(f.max_ulps);
   }
   opt.ignore_meta = f.ignore;
+  opt.stored_traces = true; // runs that kept op traces (exec --trace-steps): the op where they part
   const bool sa = SearchDir::holds_search(f.a), sb = SearchDir::holds_search(f.b);
   if (sa || sb) {
     if (!(sa && sb)) {

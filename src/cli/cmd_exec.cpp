@@ -1,7 +1,8 @@
 // `reprun exec [-o WORK_DIR] [--keep] [--runs N] [--no-pin] [--pin NAME=VALUE]... [--vary env:NAME=V1,V2]...
 //  [--vary resume=N1,N2] [--resume-arg ARG]... [--time-limit DURATION]
 //  [--artifact PATH]... [--loss-regex REGEX] [--format F] [--junit FILE] [--markdown FILE]
-//  [--html FILE] [--quiet] [--no-capture] [--no-localize] [--ignore-meta KEY]... -- PROGRAM ARGS...`
+//  [--html FILE] [--quiet] [--no-capture] [--no-localize] [--trace-steps N] [--ignore-meta KEY]...
+//  -- PROGRAM ARGS...`
 #include "cli/cli.hpp"
 
 #include "reprun/core/error.hpp"
@@ -66,6 +67,10 @@ int run(ExecFlags& f) {
     throw Error("exec: give the program to run after --, e.g. reprun exec -- python3 train.py");
   }
   opt.pin = !f.no_pin;
+  if (opt.trace_steps > 0 && !opt.capture) {
+    throw Error("exec: --trace-steps records the op trace through reprun's capture package: it cannot go with "
+                "--no-capture");
+  }
   // One run recorded as a reference is kept, wherever it is: it is there to be compared later.
   WorkDir work(f.work, "reprun-exec", f.keep || opt.runs == 1);
   opt.work_dir = work.path;
@@ -121,6 +126,11 @@ Action add_exec(CLI::App& sub) {
                "framework facts or op trace)");
   sub.add_flag("--no-localize", [f](int64_t) { f->opt.localize = false; },
                "Do not replay differing PyTorch runs with an op trace to name the operation where they part");
+  sub.add_option("--trace-steps", f->opt.trace_steps,
+                 "Keep each run's op trace of its first N optimizer steps (ops.jsonl in the run) and let the "
+                 "program run on untraced: reprun diff of two such runs, from one machine or two, names the op "
+                 "where they part")
+      ->check(CLI::Range(1L, 1000000L));
   sub.add_option("--time-limit", f->time_limit,
                  "End a run (its program with every process it started) that runs longer than DURATION: 90, 90s, "
                  "20m, 2h; the exec then fails (exit 2) naming the ranks still running and their last steps");

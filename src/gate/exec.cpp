@@ -8,6 +8,7 @@
 #include "reprun/audit/cause.hpp"
 #include "reprun/audit/diff.hpp"
 #include "reprun/audit/inputs_diff.hpp"
+#include "reprun/audit/op_localize.hpp"
 #include "reprun/audit/optrace.hpp"
 #include "reprun/audit/resume.hpp"
 #include "reprun/core/error.hpp"
@@ -35,25 +36,6 @@ const std::vector<std::pair<std::string, std::string>>& default_pins() {
 }
 
 namespace {
-
-// "OMP_NUM_THREADS is 1 in A and 2 in B" for the thread variables the runs set differently.
-std::string env_thread_difference(const ojson& ma, const ojson& mb) {
-  std::string out;
-  for (const char* name : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) {
-    auto get = [&](const ojson& m) -> std::string {
-      if (m.is_object() && m.contains("env") && m["env"].is_object() && m["env"].contains(name) &&
-          m["env"][name].is_string()) {
-        return m["env"][name].get<std::string>();
-      }
-      return "unset";
-    };
-    const std::string a = get(ma), b = get(mb);
-    if (a != b) {
-      out += fmt::format("{}{} is {} in A and {} in B", out.empty() ? "" : "; ", name, a, b);
-    }
-  }
-  return out;
-}
 
 std::string intra_op_threads(const ojson& framework) {
   if (framework.is_object() && framework.contains("determinism") && framework["determinism"].is_object() &&
@@ -409,7 +391,7 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     // the step logs, which record after each step, could tell.
     reclassify_divergence(pair.diff, DivergenceKind::initial_state);
   }
-  OpCause cause = op_cause(od, fa, fb, env_thread_difference(ma, mb), kernel_difference(ma, mb));
+  OpCause cause = op_cause_between(od, pair.diff);
   bool resume_explains = false;
   if (rr) {
     if (auto c = resume_op_cause(od, rr->audit)) { // a state the resume did not restore explains the op
@@ -423,41 +405,9 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
                                                                                      std::min(attempt, k_attempts)),
                  std::max(limit, r.step), r, cause);
   }
-  // The operation found is the most direct cause: first among the likely causes. A cause that says
-  // the numbers part from the same inputs is withdrawn when the op's inputs already differ (or the
-  // runs took other ops): what was found contradicts it.
-  // An input made outside the traced ops, where the runs read different files: name them.
-  std::string reason = cause.reason;
-  if (od.input_origin.find("not made by a traced op") != std::string::npos) {
-    if (const std::string files = differing_inputs(pair.diff); !files.empty()) {
-      reason += "; the runs read different data: " + files;
-      cause.reason = reason; // the sentence says it too
-    }
-  }
-  auto& causes = pair.diff.diagnosis;
-  if (od.kind != OpDivergence::Kind::same_inputs) {
-    causes.erase(std::remove_if(causes.begin(), causes.end(), [](const Diagnosis& d) { return d.claims_same_inputs; }),
-                 causes.end());
-  }
-  causes.insert(causes.begin(), Diagnosis{fmt::format("{} at {}{}: {}", short_op_name(r.op), r.where,
-                                                      ranked ? fmt::format(" on rank {}", rank) : "", reason),
-                                          cause.fix, od.kind == OpDivergence::Kind::same_inputs && !resume_explains});
-  loc.found = true;
-  loc.step = r.step;
-  loc.phase = r.phase;
-  loc.layer = r.module;
-  loc.tensor = short_op_name(r.op);
-  loc.entry = r.op;
-  loc.source = r.where;
-  loc.effect = dv.first_tensor; // a parameter after the update: always an effect of an op
-  loc.effect_step = dv.step;
-  loc.loss_differs_from = dv.loss_differs_from;
-  loc.sentence = (ranked ? fmt::format("rank {}, ", rank) : "") + op_sentence(od, cause);
-  if (ranked) {
-    loc.rank = rank;
-    // No loss differs at the first differing step: the op trace, not the lowest rank, names the root.
-    set_root_rank(pair.diff, rank);
-  }
+  const std::string repro_fix = cause.fix_kind;
+  loc = apply_op_divergence(pair.diff, od, cause, od.kind == OpDivergence::Kind::same_inputs && !resume_explains,
+                            ranked ? rank : -1);
   loc.note = fmt::format("op trace{}: {} ops identical before it (replay attempt {} of {}){}",
                          ranked ? fmt::format(" of rank {}", rank) : "", od.ops_compared,
                          std::min(attempt, k_attempts), k_attempts, compile_note);
@@ -472,7 +422,7 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     save.trace_from = rr ? rr->audit.resumed_from : -1;
     save.save_dir = (fs::path(plan.opt.work_dir) / fmt::format("repro-run-{}", pair.run)).string();
     save.compile_off = compile_off;
-    save.fix_kind = cause.fix_kind;
+    save.fix_kind = repro_fix;
     std::string ta = intra_op_threads(fa), tb = intra_op_threads(fb);
     save.threads = ta.empty() ? tb : tb.empty() || tb == ta ? ta : ta + "," + tb;
     std::vector<std::string> failures;

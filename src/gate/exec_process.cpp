@@ -113,10 +113,16 @@ ProcessResult run_program(const ExecPlan& plan, RunInProgress& r, const ProcessP
     // The ranks of a data-parallel program but rank 0 keep their records in ranks/<r>/.
     env["REPRUN_RANK_STEP_LOG"] = files.rank_file_template(RunFile::capture_steps);
     env["REPRUN_RANK_FRAMEWORK_FILE"] = files.rank_file_template(RunFile::framework_facts);
-    if (replay.trace_steps > 0) {
+    // A replay's trace ends its process; a run recorded with --trace-steps keeps its trace as a run
+    // file and runs on untraced.
+    const long trace_steps = replay.trace_steps > 0 ? replay.trace_steps : replay.any() ? 0 : plan.opt.trace_steps;
+    if (trace_steps > 0) {
       env["REPRUN_OP_TRACE"] = files.file(RunFile::op_trace);
       env["REPRUN_RANK_OP_TRACE"] = files.rank_file_template(RunFile::op_trace);
-      env["REPRUN_OP_TRACE_STEPS"] = std::to_string(replay.trace_steps);
+      env["REPRUN_OP_TRACE_STEPS"] = std::to_string(trace_steps);
+      if (!replay.any()) {
+        env["REPRUN_OP_TRACE_KEEP"] = "1";
+      }
     }
     if (replay.trace_from >= 0) {
       env["REPRUN_OP_TRACE_FROM"] = std::to_string(replay.trace_from); // ops counted from the resume boundary

@@ -559,6 +559,10 @@ CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult&
   summary.wall_seconds = pr.wall_seconds;
   summary.steps_log = run.log_facts(RunFile::steps);
   summary.inputs_log = inputs_facts;
+  std::error_code trace_ec;
+  if (plan.opt.trace_steps > 0 && !r.replay && fs::is_regular_file(run.file(RunFile::op_trace), trace_ec)) {
+    summary.op_trace_log = run.log_facts(RunFile::op_trace);
+  }
   if (ranks.world_size > 1) {
     for (int rk : ranks.logged) {
       summary.rank_logs[rk] = run.rank(rk).log_facts(RunFile::steps);

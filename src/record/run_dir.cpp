@@ -334,6 +334,9 @@ void RunDir::write_summary(const RunSummary& s) const {
   if (s.inputs_log) {
     j["inputs_log"] = facts_json(*s.inputs_log);
   }
+  if (s.op_trace_log) {
+    j["op_trace_log"] = facts_json(*s.op_trace_log);
+  }
   if (!s.rank_logs.empty()) {
     ojson ranks = ojson::object();
     for (const auto& [r, facts] : s.rank_logs) {
@@ -511,6 +514,26 @@ std::string RunDir::artifact_path(const std::string& file_name) const {
     throw Error(dir.string(), "cannot create: " + ec.message());
   }
   return (dir / fs::path(file_name).filename()).string();
+}
+
+std::string RunDir::verified_op_trace() const {
+  const std::string path = file(RunFile::op_trace);
+  const ojson summary = read_summary();
+  const auto want = facts_in(summary, "op_trace_log", file(RunFile::summary));
+  if (!want) {
+    return "";
+  }
+  refuse_link(path);
+  if (!exists_no_follow(path)) {
+    throw Error(path, fmt::format("missing: {} records an op trace of {} lines", name(RunFile::summary), want->records));
+  }
+  const LogFacts got = log_facts(RunFile::op_trace);
+  if (got != *want) {
+    throw Error(path, fmt::format("damaged: its {} lines do not match the digest in {} ({} lines, {}): the file was "
+                                  "edited after the run wrote it",
+                                  got.records, name(RunFile::summary), want->records, want->xxh3));
+  }
+  return path;
 }
 
 std::vector<ojson> RunDir::read_inputs() const {

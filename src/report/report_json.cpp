@@ -100,6 +100,27 @@ bool want_color() {
   return ::isatty(1) == 1 && (nc == nullptr || nc[0] == '\0');
 }
 
+// A localization (exec's replays, or the op traces two runs kept) as reports give it.
+ojson localization_json(const Localization& l) {
+  ojson j = {{"found", l.found},
+             {"step", l.step},
+             {"phase", l.phase},
+             {"layer", l.layer},
+             {"tensor", l.tensor},
+             {"entry", l.entry},
+             {"effect", l.effect.empty() ? ojson(nullptr) : ojson(l.effect)},
+             {"loss_differs_from", l.loss_differs_from >= 0 ? ojson(l.loss_differs_from) : ojson(nullptr)},
+             {"replay_from_step", l.replay_from},
+             {"sentence", l.sentence},
+             {"note", l.note},
+             {"source", l.source.empty() ? ojson(nullptr) : ojson(l.source)},
+             {"repro", l.repro.empty() ? ojson(nullptr) : ojson(l.repro)}};
+  if (l.rank >= 0) {
+    j["rank"] = l.rank; // a data-parallel program: the rank of the origin
+  }
+  return j;
+}
+
 ojson diff_to_json(const DiffResult& r) {
   ojson j;
   j["format"] = "reprun.report/1";
@@ -151,13 +172,16 @@ ojson diff_to_json(const DiffResult& r) {
                        {"loss_rel_diff", d.has_loss ? number(d.loss_rel) : ojson(nullptr)},
                        {"loss_differs_from", d.loss_differs_from >= 0 ? ojson(d.loss_differs_from) : ojson(nullptr)},
                        {"tensors", tensors}};
-    const Localization origin = origin_in_trace(d);
+    const Localization origin = r.localization && r.localization->found ? *r.localization : origin_in_trace(d);
     j["divergence"]["origin"] = origin.found ? origin_json(origin) : ojson(nullptr);
     if (d.rank >= 0) {
       j["divergence"]["rank"] = d.rank; // a data-parallel program: the root rank
     }
   } else {
     j["divergence"] = nullptr;
+  }
+  if (r.localization) {
+    j["localization"] = localization_json(*r.localization); // reprun diff of runs that kept op traces
   }
   if (!r.ranks.empty()) {
     ojson ranks = ojson::array();
@@ -223,27 +247,7 @@ ojson check_to_json(const CheckResult& r) {
     if (p.localization && p.localization->found && pj["diff"]["divergence"].is_object()) {
       pj["diff"]["divergence"]["origin"] = origin_json(*p.localization); // the replay's origin, as in the text
     }
-    if (p.localization) {
-      const Localization& l = *p.localization;
-      pj["localization"] = {{"found", l.found},
-                            {"step", l.step},
-                            {"phase", l.phase},
-                            {"layer", l.layer},
-                            {"tensor", l.tensor},
-                            {"entry", l.entry},
-                            {"effect", l.effect.empty() ? ojson(nullptr) : ojson(l.effect)},
-                            {"loss_differs_from", l.loss_differs_from >= 0 ? ojson(l.loss_differs_from) : ojson(nullptr)},
-                            {"replay_from_step", l.replay_from},
-                            {"sentence", l.sentence},
-                            {"note", l.note},
-                            {"source", l.source.empty() ? ojson(nullptr) : ojson(l.source)},
-                            {"repro", l.repro.empty() ? ojson(nullptr) : ojson(l.repro)}};
-      if (l.rank >= 0) {
-        pj["localization"]["rank"] = l.rank; // a data-parallel program: the rank of the origin
-      }
-    } else {
-      pj["localization"] = nullptr;
-    }
+    pj["localization"] = p.localization ? localization_json(*p.localization) : ojson(nullptr);
     if (p.resume) {
       pj["resume"] = resume_json(*p.resume);
     }

@@ -434,14 +434,14 @@ std::string html_page(const std::string& title, const std::string& body, const s
 }
 
 std::string render_diff(const DiffResult& r, ReportFormat f, bool color) {
+  const Localization* loc = r.localization ? &*r.localization : nullptr; // from the op traces the runs kept
   switch (f) {
-  case ReportFormat::text: return render_diff_text(r, color);
+  case ReportFormat::text: return render_diff_text(r, color, r.localization ? &*r.localization : nullptr);
   case ReportFormat::json: return diff_to_json(r).dump(2) + "\n";
-  case ReportFormat::markdown: return diff_markdown(r, "### reprun diff", nullptr);
+  case ReportFormat::markdown: return diff_markdown(r, "### reprun diff", loc);
   case ReportFormat::junit:
-    return junit_document("reprun diff", {junit_case(r.a.label + " vs " + r.b.label, r, "", nullptr)},
-                          r.identical ? 0 : 1);
-  case ReportFormat::html: return html_page("reprun diff", html_section(r, r.a.label + " vs " + r.b.label, nullptr));
+    return junit_document("reprun diff", {junit_case(r.a.label + " vs " + r.b.label, r, "", loc)}, r.identical ? 0 : 1);
+  case ReportFormat::html: return html_page("reprun diff", html_section(r, r.a.label + " vs " + r.b.label, loc));
   }
   return "";
 }

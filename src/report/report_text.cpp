@@ -247,8 +247,9 @@ void divergence_text(std::string& o, const Style& st, const DiffResult& r, const
   const Localization origin = divergence_origin(r, loc);
   if (origin.found && !origin.source.empty()) {
     o += fmt::format("  origin: step {}, {} at {}: the first operation whose outputs differ, in execution order; "
-                     "found by replays with an op trace\n",
-                     origin.step, origin_phrase(origin), origin.source);
+                     "found {}\n",
+                     origin.step, origin_phrase(origin), origin.source,
+                     origin.stored_traces ? "in the op traces the runs kept" : "by replays with an op trace");
   } else if (origin.found) {
     o += fmt::format("  origin: step {}, {}: the first differing value in computation order (forward, backward from "
                      "the last layer, update){}\n",
@@ -320,6 +321,13 @@ std::string render_diff_text(const DiffResult& r, bool color, const Localization
     metadata_text(o, st, r);
   }
   divergence_text(o, st, r, loc);
+  if (r.localization) { // reprun diff of runs that kept op traces (exec puts its own above the diff)
+    section(o, st, "Localization");
+    o += "  " + (r.localization->found ? r.localization->sentence : r.localization->note) + "\n";
+    if (r.localization->found && !r.localization->note.empty()) {
+      o += "  " + r.localization->note + "\n";
+    }
+  }
   if (r.a.summary.is_object() && r.b.summary.is_object()) {
     final_metrics_text(o, st, r);
   }

@@ -28,6 +28,9 @@ struct DiffOptions {
   // Called about every 65,536 step records while both logs are read, with the bytes read so far
   // and the two logs' size (for a progress line; the diff itself never prints). Empty: not called.
   std::function<void(uint64_t done, uint64_t total)> progress;
+  // reprun diff: compare the op traces both runs kept (exec --trace-steps) to name the op where
+  // they part (op_localize.hpp); exec localizes by its own replays instead.
+  bool stored_traces = false;
 };
 
 // One manifest field that differs.
@@ -165,6 +168,27 @@ struct Diagnosis {
   bool claims_varied = false;
 };
 
+// Where, inside a step, two runs part (localize.hpp: how it is found and said).
+struct Localization {
+  bool found = false;
+  long step = 0;
+  std::string phase;  // forward | backward | update
+  std::string layer;  // dense_2
+  std::string tensor; // "weight gradient", "activation", ...
+  std::string entry;  // raw trace entry name
+  std::string effect; // "dense_1.weight": the original runs' first differing tensor in model order,
+                      // when it is not the origin itself ("" otherwise)
+  long effect_step = 0; // the step where `effect` was seen (the original divergence)
+  long loss_differs_from = -1; // -1: none within the logs
+  long replay_from = 0; // checkpoint step the replay started from
+  std::string sentence; // "step 37, origin backward, layer dense_3, weight gradient (dense_3.weight.grad): ..."
+  std::string note;
+  std::string source; // exec: the source line of the origin op ("train.py:46")
+  std::string repro;  // exec: repro.py, which reruns the origin op on its saved inputs ("" when none)
+  int rank = -1;      // exec of a data-parallel program: the rank whose op trace holds the origin
+  bool stored_traces = false; // found in the op traces the runs kept (exec --trace-steps), not by replays
+};
+
 struct DiffResult {
   bool identical = false;
   std::string mode; // "bitwise" or "tolerance (rtol=..., ...)"
@@ -179,6 +203,9 @@ struct DiffResult {
   std::vector<std::pair<long, std::pair<double, double>>> loss_series; // decimated, for plots
   std::vector<std::string> notes;
   std::vector<Diagnosis> diagnosis; // most likely cause first; empty when identical
+  // reprun diff of two runs that kept op traces (exec --trace-steps): the op where they part
+  // (op_localize.hpp); exec's own replays put theirs beside the diff instead (CheckPair).
+  std::optional<Localization> localization;
   std::vector<RankResult> ranks;    // rank by rank, when both runs have more than one rank
   // exec runs whose stdout differs: the first line that differs, "line 4: A `...`, B `...`" ("" otherwise)
   std::string stdout_difference;

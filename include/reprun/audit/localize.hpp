@@ -13,24 +13,7 @@
 
 namespace reprun {
 
-struct Localization {
-  bool found = false;
-  long step = 0;
-  std::string phase;  // forward | backward | update
-  std::string layer;  // dense_2
-  std::string tensor; // "weight gradient", "activation", ...
-  std::string entry;  // raw trace entry name
-  std::string effect; // "dense_1.weight": the original runs' first differing tensor in model order,
-                      // when it is not the origin itself ("" otherwise)
-  long effect_step = 0; // the step where `effect` was seen (the original divergence)
-  long loss_differs_from = -1; // -1: none within the logs
-  long replay_from = 0; // checkpoint step the replay started from
-  std::string sentence; // "step 37, origin backward, layer dense_3, weight gradient (dense_3.weight.grad): ..."
-  std::string note;
-  std::string source; // exec: the source line of the origin op ("train.py:46")
-  std::string repro;  // exec: repro.py, which reruns the origin op on its saved inputs ("" when none)
-  int rank = -1;      // exec of a data-parallel program: the rank whose op trace holds the origin
-};
+// struct Localization is in diff.hpp (a diff carries one).
 
 // "dense_3.weight.grad" -> layer "dense_3", tensor "weight gradient".
 void describe_trace_entry(const std::string& entry, std::string& layer, std::string& tensor);

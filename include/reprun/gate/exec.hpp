@@ -30,6 +30,8 @@ struct ExecOptions {
   bool quiet = false;                   // do not show the program's output
   bool capture = true;                  // Python programs: reprun_capture on PYTHONPATH (--no-capture)
   bool localize = true;                 // replay differing runs with an op trace (--no-localize)
+  long trace_steps = 0;                 // --trace-steps N: each run keeps the op trace of its first N optimizer
+                                        // steps (ops.jsonl) and runs on untraced; reprun diff localizes with it
   bool record_inputs = true;            // record every file the program's processes open (--no-inputs)
   std::vector<std::string> data_dirs;   // --data-dir DIR: files under it are data, wherever it is
   std::vector<std::string> stat_only_dirs; // --stat-only DIR: its files' sizes and times only, no digest

@@ -68,6 +68,7 @@ struct RunSummary {
   std::optional<double> steps_per_second;
   std::optional<LogFacts> steps_log, evals_log;
   std::optional<LogFacts> inputs_log; // exec: inputs.jsonl, what the program read
+  std::optional<LogFacts> op_trace_log; // exec --trace-steps: ops.jsonl, the op trace of the first steps
   // exec of a data-parallel program: the step log of each rank but rank 0 (whose log is the run's
   // steps.jsonl), by rank; written only when the program ran more than one rank.
   std::map<int, LogFacts> rank_logs;
@@ -194,6 +195,10 @@ public:
   // exec: the lines of inputs.jsonl (one JSON object each), checked against summary.json's facts
   // (a damaged file is an Error naming it, exit 2); empty when the run recorded none.
   std::vector<nlohmann::ordered_json> read_inputs() const;
+  // exec --trace-steps: the path of the run's op trace, checked against summary.json's facts (a
+  // damaged file is an Error naming it, exit 2); "" when the run kept none (a replay's trace has no
+  // facts, and is not looked for here).
+  std::string verified_op_trace() const;
   // exec: the kept text of code file `index` ("" when none was kept).
   std::string read_code_copy(long index) const;
   // exec: where the kept text of code file `index` goes (code/<index>.txt; code/ is created).
