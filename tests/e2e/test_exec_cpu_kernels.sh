@@ -3,8 +3,9 @@
 # with different OPENBLAS_CORETYPE values, on a script whose bits do not depend on the BLAS (no
 # matmul), diff IDENTICAL with the kernel facts and the variable listed as machine facts, not
 # counted; and where torch's matmul runs on OpenBLAS (Debian's torch), exec --vary of two core types
-# that give other bits names the op, its line and the kernels, with a fix that acts on them. The
-# core types are ones this CPU has (forcing one it lacks can end in SIGILL).
+# that give other bits names the op, its line and the kernels, with a fix that acts on them, as does
+# reprun diff of two runs recorded apart with --trace-steps 1. The same for ATEN_CPU_CAPABILITY
+# (torch's own kernels). The core types are ones this CPU has (forcing one it lacks can end in SIGILL).
 source "$(dirname "$0")/lib.sh"
 PY=$(python_with torch) || skip "no python3 with torch"
 flags=$(grep -m1 '^flags' /proc/cpuinfo)
@@ -95,7 +96,61 @@ text = s + " ".join(d["cause"] for d in causes)
 for bad in ("generator's state differs", "seeded differently", "same environment", "same inputs and environment"):
     assert bad not in text, (bad, text)
 PYEOF
+  # The same two settings as two runs recorded apart, each keeping the op trace of its first step
+  # (as on two machines): reprun diff names the op from the traces.
+  ATEN_CPU_CAPABILITY=default expect_rc 0 "$REPRUN" exec -o "$T/capA" --runs 1 --trace-steps 1 -q -- "$PY" init.py
+  ATEN_CPU_CAPABILITY=avx2 expect_rc 0 "$REPRUN" exec -o "$T/capB" --runs 1 --trace-steps 1 -q -- "$PY" init.py
+  [[ -s $T/capA/run-1/ops.jsonl ]] || fail "--trace-steps 1 kept no ops.jsonl: $(ls "$T/capA/run-1")"
+  expect_rc 1 "$REPRUN" diff "$T/capA/run-1" "$T/capB/run-1" --format json
+  python3 - "$T/out" "$T/capA/run-1" <<'PYEOF' || fail "diff of two recorded ATEN_CPU_CAPABILITY runs: $(head -c 4000 "$T/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+summary = json.load(open(sys.argv[2] + "/summary.json"))
+assert summary["op_trace_log"]["records"] > 0 and summary["steps"] == 2, summary  # traced step 1, ran on to step 2
+s = r["localization"]["sentence"]
+assert "init.py:3" in s or "init.py:6" in s, s
+assert "ATEN_CPU_CAPABILITY is default in A and avx2 in B" in s and "torch's own kernels use" in s, s
+assert "ATEN_CPU_CAPABILITY (PyTorch's own kernels) set for every run" in s, s
+assert r["diagnosis"][0]["cause"].startswith("aten."), r["diagnosis"]
+text = s + " ".join(d["cause"] for d in r["diagnosis"])
+for bad in ("generator's state differs", "seeded differently", "same environment", "same inputs and environment"):
+    assert bad not in text, (bad, text)
+PYEOF
+  expect_rc 1 "$REPRUN" diff "$T/capA/run-1" "$T/capB/run-1"
+  grep -q "found in the op traces the runs kept" "$T/out" || fail "text: $(cat "$T/out")"
+  # A trace edited after the run: the diff refuses it, naming the file.
+  sed -i '2s/"i":1,/"i":1, /' "$T/capB/run-1/ops.jsonl"
+  expect_rc 2 "$REPRUN" diff "$T/capA/run-1" "$T/capB/run-1"
+  grep -q "capB/run-1/ops.jsonl: damaged" "$T/err" || fail "damaged trace: $(cat "$T/err")"
 fi
+
+# Runs recorded apart that part after the steps their traces hold: the diff says so and how many
+# steps to trace, never "control flow".
+cat >late.py <<'PY'
+import os
+import torch
+torch.manual_seed(0)
+model = torch.nn.Linear(16, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(8, 16)
+for step in range(3):
+    if step == 1 and os.environ.get("LATE_LR"):
+        opt.param_groups[0]["lr"] = float(os.environ["LATE_LR"])
+    opt.zero_grad()
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    opt.step()
+PY
+expect_rc 0 "$REPRUN" exec -o "$T/lateA" --runs 1 --trace-steps 1 -q -- "$PY" late.py
+LATE_LR=0.2 expect_rc 0 "$REPRUN" exec -o "$T/lateB" --runs 1 --trace-steps 2 -q -- "$PY" late.py
+expect_rc 1 "$REPRUN" diff "$T/lateA/run-1" "$T/lateB/run-1"
+grep -q "op-level localization: the op traces agree as far as both go, [0-9]* ops; A's ends after step 1, before the step where the runs part (2); record both with --trace-steps 2" "$T/out" ||
+  fail "traces that end early: $(cat "$T/out")"
+! grep -q "control flow" "$T/out" || fail "control flow claimed: $(cat "$T/out")"
+expect_rc 0 "$REPRUN" exec -o "$T/lateC" --runs 1 -q -- "$PY" late.py
+expect_rc 1 "$REPRUN" diff "$T/lateC/run-1" "$T/lateB/run-1"
+grep -q "op-level localization: A kept no op trace: record both with reprun exec --runs 1 --trace-steps 2" "$T/out" ||
+  fail "no trace: $(cat "$T/out")"
 
 # A variable varied on a program that differs at any value (unseeded): the replay at one value does
 # not give its run again, so the variable is not named as the cause; the seed is.
@@ -157,5 +212,22 @@ assert "OPENBLAS_CORETYPE (OpenBLAS) and ATEN_CPU_CAPABILITY" in s, s
 causes = " ".join(d["cause"] for d in r["pairs"][0]["diff"]["diagnosis"])
 for bad in ("generator's state", "same environment", "same inputs and environment"):
     assert bad not in s and bad not in causes, (bad, s, causes)
+PYEOF
+# The two core types as two runs recorded apart (two machines): diff names the op from their traces.
+for i in 0 1; do
+  OPENBLAS_CORETYPE=${pair[$i]} expect_rc 0 "$REPRUN" exec -o "$T/blas$i" --runs 1 --trace-steps 1 -q -- "$PY" wide.py
+done
+expect_rc 1 "$REPRUN" diff "$T/blas0/run-1" "$T/blas1/run-1" --format json
+python3 - "$T/out" "${pair[@]}" <<'PYEOF' || fail "diff of two recorded OPENBLAS_CORETYPE runs: $(head -c 4000 "$T/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+a, b = sys.argv[2:4]
+s = r["localization"]["sentence"]
+assert "wide.py:9" in s and ("aten.addmm" in s or "aten.mm" in s), s
+assert f"depends on the CPU's kernels, which differ: OPENBLAS_CORETYPE is {a} in A and {b} in B" in s, s
+assert "OPENBLAS_CORETYPE (OpenBLAS) and ATEN_CPU_CAPABILITY" in s, s
+text = s + " ".join(d["cause"] for d in r["diagnosis"])
+for bad in ("generator's state", "same environment", "same inputs and environment"):
+    assert bad not in text, (bad, text)
 PYEOF
 pass

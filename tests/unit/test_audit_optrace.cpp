@@ -1,6 +1,7 @@
 // Op traces of data-parallel programs: an input made by a collective is named as such with the
 // collective's ordinal (which the search uses to compare every rank's k-th collective), and the
 // k-th collective of a trace is found by counting c10d ops only.
+#include "reprun/audit/op_localize.hpp"
 #include "reprun/audit/optrace.hpp"
 #include "testing.hpp"
 
@@ -188,4 +189,13 @@ TEST_CASE("A storage aten.set_ adopts that differs is an input not made by a tra
   CHECK(c.fix.find("worker_init_fn") != std::string::npos);
   CHECK(c.fix.find("sorted(os.listdir") != std::string::npos);
   CHECK(c.fix.find("use_deterministic_algorithms") == std::string::npos);
+}
+
+TEST_CASE("Traces fingerprinted by different methods are not compared; the same method is") {
+  testing::TempDir dir;
+  testing::write(dir / "x.jsonl", op(0, "aten.mul.Tensor", "x0000000000000001", -1, "x0000000000000002"));
+  testing::write(dir / "x2.jsonl", op(0, "aten.mul.Tensor", "x00000000000000aa", -1, "x00000000000000bb"));
+  testing::write(dir / "c.jsonl", op(0, "aten.mul.Tensor", "c00000001", -1, "c00000002"));
+  CHECK(fingerprint_methods_differ(dir / "x.jsonl", dir / "x2.jsonl").empty());
+  CHECK(fingerprint_methods_differ(dir / "x.jsonl", dir / "c.jsonl") == "XXH3 of the bytes in A, CRC-32 of the bytes in B");
 }
