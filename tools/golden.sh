@@ -9,6 +9,9 @@
 # pins against testdata/golden/train.sha256). GOLDEN_TRAIN_ARGS adds flags to every training run
 # (tests/gpu/test_train_cuda_golden.sh: "--device cuda", which must give the same digests).
 set -euo pipefail
+# The lines come out in the glob's order, which follows the locale's collation ("quickstart/" sorts
+# before "quickstart-adam-tanh/" under en_US.UTF-8 and after it in C): the pinned order is C's.
+export LC_ALL=C
 usage="usage: tools/golden.sh REPRUN OUT_DIR [train]"
 reprun=$(realpath "${1:?$usage}")
 out=$(realpath -m "${2:?$usage}")
