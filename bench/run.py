@@ -334,6 +334,51 @@ def bench_inputs(work, results):
     results["inputs_overhead"] = out
 
 
+TRACE_PAIRS = max(REPS, 9)
+
+
+def bench_trace_steps(work, results):
+    """What `reprun exec --trace-steps 1` costs (issue 37): the bench's PyTorch MLP (one mnist-mlp
+    epoch, 1 thread) as `reprun exec --runs 1 -q` with and without keeping the op trace of its first
+    step, the whole run, CPU of reprun and every process under it, in interleaved pairs (the order
+    within a pair alternates) after one untimed run of each. The ratio is the median of the pairs'
+    ratios; the added milliseconds the median of their differences."""
+    data = bench_data(work)
+    script = [PY, os.path.join(ROOT, "bench", "torch_mlp.py"), data, "1", "best"]
+    env = dict(PEER_ENV, OMP_WAIT_POLICY="PASSIVE", XDG_CACHE_HOME=os.path.join(work, "trace-cache"))
+
+    def one(traced, tag):
+        d = os.path.join(work, f"trace-run-{tag}-{int(traced)}")
+        cmd = [REPRUN, "exec", "--runs", "1", "-o", d, "-q"] + (["--trace-steps", "1"] if traced else [])
+        cpu, wall = exec_cpu(cmd + ["--"] + script, work, env, os.path.join(work, "trace.log"))
+        ops = os.path.join(d, "run-1", "ops.jsonl")
+        if traced != os.path.exists(ops):
+            sys.exit(f"bench: trace-steps: {ops} {'missing' if traced else 'written without --trace-steps'}")
+        if traced:
+            with open(ops) as f:
+                lines = f.read().splitlines()
+            if not lines or '"end": "steps"' not in lines[-1]:
+                sys.exit(f"bench: trace-steps: {ops} does not end after step 1: {lines[-1:]}")
+        shutil.rmtree(d)
+        return cpu, wall
+
+    one(True, "warm")
+    one(False, "warm")
+    runs = {True: [], False: []}
+    for i in range(TRACE_PAIRS):
+        for traced in ((False, True) if i % 2 == 0 else (True, False)):
+            runs[traced].append(one(traced, str(i)))
+    cpu = {k: [c for c, _ in v] for k, v in runs.items()}
+    ratios = [t / p for t, p in zip(cpu[True], cpu[False])]
+    added = [(t - p) * 1000 for t, p in zip(cpu[True], cpu[False])]
+    print(f"bench: trace-steps: per-pair CPU ratios {' '.join(f'{r:.3f}' for r in ratios)}; added ms "
+          f"{' '.join(f'{a:.0f}' for a in added)}", file=sys.stderr)
+    results["trace_steps_overhead"] = {"pairs": TRACE_PAIRS, "traced_cpu_seconds": cpu[True],
+                                       "plain_cpu_seconds": cpu[False], "pair_ratios": ratios,
+                                       "ratio": median(ratios), "added_ms": median(added),
+                                       "traced_cpu_median": median(cpu[True]), "plain_cpu_median": median(cpu[False])}
+
+
 def bench_gemm(results):
     rows = []
     for threads in (1, 2):
@@ -755,6 +800,12 @@ def table(results):
             lines.append(f"| exec --vary resume, one boundary snapshot ({b['states']} states), mnist-mlp with Adam | "
                          f"{b['snapshot_ms']:.2f} ms | one training step {b['step_ms']:.2f} ms | "
                          f"{b['snapshot_ms'] / b['step_ms']:.2f} steps | a few per run |")
+    if "trace_steps_overhead" in results:
+        # "reprun" is the PyTorch MLP under reprun exec keeping the op trace of step 1, the peer without.
+        r = results["trace_steps_overhead"]
+        lines.append(f"| exec --trace-steps 1, PyTorch mnist-mlp epoch, 1 thread, whole run, CPU of all processes | "
+                     f"{r['traced_cpu_median']:.3f} s ({r['added_ms']:+.0f} ms) | without {r['plain_cpu_median']:.3f} s | "
+                     f"{r['ratio']:.3f} (traced / not, median of {r['pairs']} pairs) | recorded |")
     for name, what in (("loader", "a DataLoader, 2 workers, 10,000 files of 3 KB"),
                        ("stream", "one read of a 1 GiB file read before, unchanged")):
         # "reprun" is the program under reprun exec recording what it read, the peer --no-inputs.
@@ -832,7 +883,9 @@ def main():
     work = tempfile.mkdtemp(prefix="reprun-bench.")
     sections = (("trainer", lambda: bench_trainer(work, results)), ("gemm", lambda: bench_gemm(results)),
                 ("digits", lambda: bench_digits(work, results)), ("search", lambda: bench_search(work, results)),
-                ("capture", lambda: bench_capture(work, results)), ("inputs", lambda: bench_inputs(work, results)),
+                ("capture", lambda: bench_capture(work, results)),
+                ("trace-steps", lambda: bench_trace_steps(work, results)),
+                ("inputs", lambda: bench_inputs(work, results)),
                 ("hash", lambda: bench_hash(work, results)), ("diff", lambda: bench_diff(work, results)),
                 ("mpi", lambda: bench_mpi(work, results)), ("gpu", lambda: bench_gpu(work, results)),
                 ("startup", lambda: bench_startup(results)))

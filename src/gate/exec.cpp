@@ -200,14 +200,15 @@ void refuse_untested(const CheckResult& res, const std::vector<RunEvents>& event
 // op found, and a fix that acts on it); when a replay does not, the runs also differ at one value,
 // and the cause found stands as it is.
 void varied_cause(const ExecPlan& plan, CheckPair& pair, const CheckRun& run_a, const CheckRun& run_b,
-                  const fs::path& replays, long upto, const OpRecord& r, OpCause& cause) {
+                  const fs::path& replays, long upto, const OpRecord& r, bool same_inputs, OpCause& cause) {
   std::vector<std::string> values;
   for (const auto& v : plan.vary) {
     const std::string& va = v.values[static_cast<size_t>(run_a.index - 1) % v.values.size()];
     const std::string& vb = v.values[static_cast<size_t>(run_b.index - 1) % v.values.size()];
     if (va != vb) {
-      values.push_back(plan.vary.size() == 1 ? fmt::format("{} than with {}", vb, va)
-                                             : fmt::format("{}={} than with {}={}", v.name, vb, v.name, va));
+      values.push_back(plan.vary.size() == 1 ? fmt::format("{} {} {}", vb, same_inputs ? "than with" : "against", va)
+                                             : fmt::format("{}={} {} {}={}", v.name, vb,
+                                                           same_inputs ? "than with" : "against", v.name, va));
     }
   }
   if (values.empty()) {
@@ -228,11 +229,11 @@ void varied_cause(const ExecPlan& plan, CheckPair& pair, const CheckRun& run_a, 
   for (const auto& v : values) {
     joined += (joined.empty() ? "" : ", and with ") + v;
   }
-  // The cause that says so without the op: replaced by the op's below, or contradicted.
-  auto& causes = pair.diff.diagnosis;
-  causes.erase(std::remove_if(causes.begin(), causes.end(), [](const Diagnosis& d) { return d.claims_varied; }),
-               causes.end());
   if (!again(run_a) || !again(run_b)) {
+    // The cause that says the variable changes the numbers is contradicted: withdrawn.
+    auto& causes = pair.diff.diagnosis;
+    causes.erase(std::remove_if(causes.begin(), causes.end(), [](const Diagnosis& d) { return d.claims_varied; }),
+                 causes.end());
     cause.reason += fmt::format("; the runs also differ at one value: a replay at its run's value did not give that "
                                 "run's records again, so the varied variable is not the only cause");
     return;
@@ -241,9 +242,11 @@ void varied_cause(const ExecPlan& plan, CheckPair& pair, const CheckRun& run_a, 
   for (const auto& v : plan.vary) {
     names += (names.empty() ? "" : ", ") + v.name;
   }
-  cause.reason = fmt::format("the results depend on {}: it gives other bits with {} (each run's replay at its own "
-                             "value gave its records again); {}",
-                             names, joined, cause.reason);
+  // An op with the same inputs gives other bits; one whose inputs already differ is where the runs,
+  // reading or computing other inputs, part.
+  cause.reason = fmt::format("the results depend on {}: {} with {} (each run's replay at its own value gave its "
+                             "records again); {}",
+                             names, same_inputs ? "it gives other bits" : "the runs part here", joined, cause.reason);
   if (cause.fix_kind != "kernels" && cause.fix_kind != "threads") {
     cause.fix = fmt::format("the same {} in every run and on every machine, or compare with a tolerance (reprun diff "
                             "--rtol/--atol); {}",
@@ -403,7 +406,7 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   if (!rr && !resume_explains) {
     varied_cause(plan, pair, run_a, *run_b, fs::path(plan.opt.work_dir) / fmt::format("replay-{}.{}", pair.run,
                                                                                      std::min(attempt, k_attempts)),
-                 std::max(limit, r.step), r, cause);
+                 std::max(limit, r.step), r, od.kind == OpDivergence::Kind::same_inputs, cause);
   }
   const std::string repro_fix = cause.fix_kind;
   loc = apply_op_divergence(pair.diff, od, cause, od.kind == OpDivergence::Kind::same_inputs && !resume_explains,
