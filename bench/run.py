@@ -334,22 +334,23 @@ def bench_inputs(work, results):
     results["inputs_overhead"] = out
 
 
-TRACE_PAIRS = max(REPS, 9)
+TRACE_PAIRS = max(REPS, 15)
 
 
 def bench_trace_steps(work, results):
     """What `reprun exec --trace-steps 1` costs (issue 37): the bench's PyTorch MLP (one mnist-mlp
-    epoch, 1 thread) as `reprun exec --runs 1 -q` with and without keeping the op trace of its first
-    step, the whole run, CPU of reprun and every process under it, in interleaved pairs (the order
-    within a pair alternates) after one untimed run of each. The ratio is the median of the pairs'
-    ratios; the added milliseconds the median of their differences."""
+    epoch, 1 thread) as `reprun exec --runs 1 -q --no-inputs` (what the program read is another
+    row's) with and without keeping the op trace of its first step: the whole run, CPU of reprun and
+    every process under it, in interleaved pairs (the order within a pair alternates) after one
+    untimed run of each. The ratio is the median of the pairs' ratios; the added milliseconds the
+    median of their differences."""
     data = bench_data(work)
     script = [PY, os.path.join(ROOT, "bench", "torch_mlp.py"), data, "1", "best"]
     env = dict(PEER_ENV, OMP_WAIT_POLICY="PASSIVE", XDG_CACHE_HOME=os.path.join(work, "trace-cache"))
 
     def one(traced, tag):
         d = os.path.join(work, f"trace-run-{tag}-{int(traced)}")
-        cmd = [REPRUN, "exec", "--runs", "1", "-o", d, "-q"] + (["--trace-steps", "1"] if traced else [])
+        cmd = [REPRUN, "exec", "--runs", "1", "-o", d, "-q", "--no-inputs"] + (["--trace-steps", "1"] if traced else [])
         cpu, wall = exec_cpu(cmd + ["--"] + script, work, env, os.path.join(work, "trace.log"))
         ops = os.path.join(d, "run-1", "ops.jsonl")
         if traced != os.path.exists(ops):
