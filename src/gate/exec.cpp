@@ -193,8 +193,6 @@ void refuse_untested(const CheckResult& res, const std::vector<RunEvents>& event
   }
 }
 
-} // namespace
-
 // Under --vary, the runs differ in the varied variables only: when each replay, at its run's value,
 // gives its own run's records again, the variable decides the numbers and is the cause (with the
 // op found, and a fix that acts on it); when a replay does not, the runs also differ at one value,
@@ -234,8 +232,8 @@ void varied_cause(const ExecPlan& plan, CheckPair& pair, const CheckRun& run_a, 
     auto& causes = pair.diff.diagnosis;
     causes.erase(std::remove_if(causes.begin(), causes.end(), [](const Diagnosis& d) { return d.claims_varied; }),
                  causes.end());
-    cause.reason += fmt::format("; the runs also differ at one value: a replay at its run's value did not give that "
-                                "run's records again, so the varied variable is not the only cause");
+    cause.reason += "; the runs also differ at one value: a replay at its run's value did not give that run's records "
+                    "again, so the varied variable is not the only cause";
     return;
   }
   std::string names;
@@ -253,6 +251,8 @@ void varied_cause(const ExecPlan& plan, CheckPair& pair, const CheckRun& run_a, 
                             names, cause.fix);
   }
 }
+
+} // namespace
 
 // Operation-level localization of a pair that diverged at a step: replays run-1 and run-K with an
 // op trace up to that step (up to 3 attempts, until the traces differ), names the first op whose
