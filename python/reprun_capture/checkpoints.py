@@ -17,6 +17,11 @@ Under `reprun exec --vary resume=N`:
   training forward after step N, so that a save the program makes right after step N is on disk;
 - the resumed process (REPRUN_RESUME_SAVES, the killed process's events) numbers its steps on from
   the step of the checkpoint it loaded, and fingerprints the state at its first training forward.
+In a data-parallel job every event carries the process's rank; in run-1 each rank also keeps its
+boundary state after every step <= N (rank 0 may save the checkpoint every rank loads); and the job
+to be preempted (REPRUN_STOP_RANKS) does not kill itself: each rank reports its pid at its first
+training forward ("rank"), then at its first training forward after step N writes "stop" and waits
+until reprun, once every rank has stopped, kills the ranks and the launcher at once.
 
 The state: the parameters, each optimizer's tensors and step counts and its param_groups
 hyperparameters, each LR scheduler's state, each GradScaler's scale, torch's CPU and CUDA generators,
@@ -30,6 +35,7 @@ import json
 import os
 import signal
 import sys
+import time
 import warnings
 import weakref
 
@@ -91,6 +97,12 @@ class CheckpointWatch:
         self.boundary_steps = int(env.get("REPRUN_BOUNDARY_STEPS") or 0)
         self.kill_after = int(env["REPRUN_KILL_AFTER_STEP"]) if env.get("REPRUN_KILL_AFTER_STEP") else None
         self.resume_saves = self._read_saves(env.get("REPRUN_RESUME_SAVES"))
+        # A data-parallel job under --vary resume=N: each rank stops (waits) at its first training
+        # forward after step N and says so in the events file; reprun kills every rank and the
+        # launcher at once when all have stopped (REPRUN_STOP_RANKS is set for the job to be killed).
+        self.stop_ranks = bool(env.get("REPRUN_STOP_RANKS"))
+        self.rank_reported = False
+        self.boundaries = set()  # run-1 of a data-parallel job: the steps whose boundary state is written
         self.fd = None
         self.optimizers = []  # weakrefs, in creation order
         self.schedulers = []
@@ -441,6 +453,9 @@ class CheckpointWatch:
         if not self.events_path:
             return
         event["pid"] = os.getpid()
+        dist = self.cap.dist_info()
+        if dist is not None:
+            event["rank"] = dist[0]
         if self.fd is None:
             self.fd = os.open(self.events_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         data = (json.dumps(event, separators=(",", ":")) + "\n").encode()
@@ -477,10 +492,18 @@ class CheckpointWatch:
             self.write({"event": "state", "at": "first", "step": cap.step, "states": self.snapshot(inputs)})
         if self.pending is not None:
             if cap.step == self.pending:
+                self.boundaries.add(cap.step)
                 self.write({"event": "state", "at": "boundary", "step": cap.step, "draws": self.draws,
                             "states": self.snapshot(inputs)})
             self.pending = None
             self._stop_draws()
+        if (self.boundary_steps and 1 <= cap.step <= self.boundary_steps and cap.step not in self.boundaries
+                and cap.dist_info() is not None):
+            # A rank of a data-parallel job: rank 0 may save the checkpoint every rank loads, so each
+            # rank keeps its own boundary state after every step a resume could come back to.
+            self.boundaries.add(cap.step)
+            self.write({"event": "state", "at": "boundary", "step": cap.step, "draws": {},
+                        "states": self.snapshot(inputs)})
         if not self.resume_boundary_done:
             self.resume_boundary_done = True
             self.write({"event": "state", "at": "resumed", "step": cap.step, "resumed_from": self.resumed_from,
@@ -488,10 +511,20 @@ class CheckpointWatch:
         mode = cap.mode
         if mode is not None and not getattr(mode, "recording", True) and cap.step >= mode.trace_from:
             mode.start_recording()
+        dist = cap.dist_info() if self.stop_ranks else None
+        if dist is not None and not self.rank_reported:
+            self.rank_reported = True  # so that reprun can end this process even when it never stops
+            self.write({"event": "rank", "step": cap.step, "world_size": dist[1]})
         if self.kill_after is not None and cap.step >= self.kill_after:
             # Preempted: after the boundary state of a save right after step N is written.
             sys.stdout.flush()
             sys.stderr.flush()
+            if dist is not None:
+                # One rank of a job: it waits here, before DDP's broadcast and any collective of the
+                # next step, until reprun kills the whole job at once.
+                self.write({"event": "stop", "step": cap.step, "world_size": dist[1]})
+                while True:
+                    time.sleep(3600)
             os.kill(os.getpid(), signal.SIGKILL)
 
     def at_backward(self):
@@ -683,7 +716,12 @@ class CheckpointWatch:
                     add(what + where, "generator", _sha(bytes(gen.get_state().numpy()))[:32])
             epoch = getattr(sampler, "epoch", None)
             if isinstance(epoch, int) and hasattr(sampler, "set_epoch"):
-                add("sampler epoch" + where, "data", _text_digest(epoch), {"epoch": epoch})
+                detail = {"epoch": epoch}
+                for key, attr in (("seed", "seed"), ("replicas", "num_replicas"), ("rank", "rank")):
+                    v = getattr(sampler, attr, None)
+                    if isinstance(v, int):
+                        detail[key] = v  # a DistributedSampler's: its shuffle's seed and its share of the data
+                add("sampler epoch" + where, "data", _text_digest(epoch), detail)
         for name, digest in {**self._numpy_states(), **self._python_states()}.items():
             add(name, "generator", digest)
         if inputs is not None and inputs != ():

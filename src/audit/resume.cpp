@@ -120,11 +120,47 @@ bool ResumeAudit::state_not_restored() const {
   return std::any_of(rows.begin(), rows.end(), [](const BoundaryRow& r) { return r.is_state(); });
 }
 
+namespace {
+
+// "rank 1", "ranks 0 and 1", "ranks 0, 1 and 3".
+std::string ranks_phrase(const std::vector<long>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    s += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
+  }
+  return s;
+}
+
+// The rows not restored, one per state name and verdict in table order, each with the ranks it is not
+// restored on that way (empty for one process).
+std::vector<std::pair<const BoundaryRow*, std::vector<long>>> by_state(const std::vector<const BoundaryRow*>& rows) {
+  std::vector<std::pair<const BoundaryRow*, std::vector<long>>> out;
+  for (const BoundaryRow* r : rows) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) {
+      return e.first->name == r->name && e.first->verdict == r->verdict;
+    });
+    if (it == out.end()) {
+      out.push_back({r, {}});
+      it = out.end() - 1;
+    }
+    if (r->rank >= 0) {
+      it->second.push_back(r->rank);
+    }
+  }
+  return out;
+}
+
+std::string state_on(const std::pair<const BoundaryRow*, std::vector<long>>& e) {
+  return e.second.empty() ? e.first->name : e.first->name + " on " + ranks_phrase(e.second);
+}
+
+} // namespace
+
 std::string ResumeAudit::not_restored_names(size_t most) const {
   std::string s;
-  const auto v = not_restored();
+  const auto v = by_state(not_restored());
   for (size_t i = 0; i < v.size() && i < most; ++i) {
-    s += (i ? ", " : "") + v[i]->name;
+    s += (i ? ", " : "") + state_on(v[i]);
   }
   if (v.size() > most) {
     s += fmt::format(" and {} more", v.size() - most);
@@ -134,8 +170,8 @@ std::string ResumeAudit::not_restored_names(size_t most) const {
 
 std::string ResumeAudit::not_restored_summary(size_t most) const {
   std::vector<std::string> lost, at_save;
-  for (const BoundaryRow* r : not_restored()) {
-    (r->verdict == BoundaryRow::Verdict::at_save ? at_save : lost).push_back(r->name);
+  for (const auto& e : by_state(not_restored())) {
+    (e.first->verdict == BoundaryRow::Verdict::at_save ? at_save : lost).push_back(state_on(e));
   }
   auto names = [&](const std::vector<std::string>& v) {
     std::string s;
@@ -418,7 +454,9 @@ void fill_boundary_table(ResumeAudit& audit, const ProcessEvents& run1, const Pr
     } else if (row.kind == "generator" && !df.empty() && df == d1) {
       row.verdict = BoundaryRow::Verdict::unused;
       row.detail = audit.reference + " drew nothing from it from its first training forward to the boundary";
-    } else if (!ds.empty() && d2 == ds && ds != d1 && row.kind != "batch") {
+    } else if (!ds.empty() && d2 == ds && ds != d1 && row.kind != "batch" && row.kind != "data") {
+      // (Not a sampler's epoch: the program sets it at each epoch's start, after a save at the end of
+      // the one before; nothing draws from it.)
       row.verdict = BoundaryRow::Verdict::at_save;
       const std::string draw = draw_on(row);
       row.detail = audit.reference + " drew from it between the save and the next step" +
@@ -498,6 +536,18 @@ void fill_boundary_table(ResumeAudit& audit, const ProcessEvents& run1, const Pr
       r.detail += fmt::format(", decided by the DataLoader ({}) drawing its shuffle's seed from it", loaders);
     }
   }
+  // A sampler whose epoch was not restored shuffles for another epoch: the batch follows from it.
+  const auto epoch = std::find_if(audit.rows.begin(), audit.rows.end(), [](const BoundaryRow& r) {
+    return r.kind == "data" && r.name.rfind("sampler epoch", 0) == 0 && !r.restored();
+  });
+  if (gens.empty() && epoch != audit.rows.end()) {
+    for (auto& r : audit.rows) {
+      if (r.kind == "batch" && !r.restored()) {
+        r.detail = fmt::format("its order is drawn for the {}, which was not restored", epoch->name);
+        r.fix = epoch->fix;
+      }
+    }
+  }
   for (auto& r : audit.rows) {
     if (gens.empty()) {
       break;
@@ -549,7 +599,8 @@ std::optional<OpCause> resume_op_cause(const OpDivergence& d, const ResumeAudit&
     row = rows.front();
   }
   OpCause c;
-  c.reason = fmt::format("{} {} at the resume after step {}{}: {}", row->name, row->verdict_words(), a.resumed_from,
+  c.reason = fmt::format("{} {}{} at the resume after step {}{}: {}", row->name, row->verdict_words(),
+                         row->rank >= 0 ? fmt::format(" on rank {}", row->rank) : "", a.resumed_from,
                          row->detail.empty() ? "" : " (" + row->detail + ")", row->consequence);
   c.fix = row->fix;
   return c;
@@ -565,13 +616,42 @@ std::vector<std::pair<std::string, std::string>> resume_causes(const ResumeAudit
                      "save after optimizer.step() (and the scheduler's step), as the last thing before the next "
                      "training step");
   }
-  for (const BoundaryRow* row : a.not_restored()) {
-    out.emplace_back(fmt::format("{} {} at the resume after step {}{}: {}", row->name, row->verdict_words(),
-                                 a.resumed_from, row->detail.empty() ? "" : " (" + row->detail + ")",
-                                 row->consequence),
+  for (const auto& e : by_state(a.not_restored())) {
+    const BoundaryRow* row = e.first;
+    out.emplace_back(fmt::format("{} {}{} at the resume after step {}{}: {}", row->name, row->verdict_words(),
+                                 e.second.empty() ? "" : " on " + ranks_phrase(e.second), a.resumed_from,
+                                 row->detail.empty() ? "" : " (" + row->detail + ")", row->consequence),
                      row->fix);
   }
   return out;
+}
+
+void fill_rank_tables(ResumeAudit& audit, const std::vector<std::pair<ProcessEvents, ProcessEvents>>& per_rank) {
+  audit.rows.clear();
+  audit.has_table = !per_rank.empty();
+  const StateEvent* rank0 = per_rank.empty() ? nullptr : state_at(per_rank.front().first, "boundary", audit.resumed_from);
+  for (size_t r = 0; r < per_rank.size(); ++r) {
+    ResumeAudit t = audit;
+    t.rows.clear();
+    fill_boundary_table(t, per_rank[r].first, per_rank[r].second);
+    if (!t.has_table) {
+      audit.has_table = false;
+      audit.no_table = fmt::format("rank {}: {}", r, t.no_table);
+      audit.rows.clear();
+      return;
+    }
+    const StateEvent* own = state_at(per_rank[r].first, "boundary", audit.resumed_from);
+    const StateEvent* after = state_at(per_rank[r].second, "resumed", -1);
+    for (auto& row : t.rows) {
+      row.rank = static_cast<long>(r);
+      const std::string mine = digest_of(after, row.name);
+      if (r > 0 && !row.restored() && !mine.empty() && mine == digest_of(rank0, row.name) &&
+          mine != digest_of(own, row.name)) {
+        row.detail = "it equals rank 0's state" + (row.detail.empty() ? std::string() : "; " + row.detail);
+      }
+      audit.rows.push_back(std::move(row));
+    }
+  }
 }
 
 } // namespace reprun

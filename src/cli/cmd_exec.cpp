@@ -1,5 +1,5 @@
 // `reprun exec [-o WORK_DIR] [--keep] [--runs N] [--no-pin] [--pin NAME=VALUE]... [--vary env:NAME=V1,V2]...
-//  [--vary resume=N1,N2] [--resume-arg ARG]... [--time-limit DURATION]
+//  [--vary resume=N1,N2] [--resume-arg ARG]... [--resume-deadline DURATION] [--time-limit DURATION]
 //  [--artifact PATH]... [--loss-regex REGEX] [--format F] [--junit FILE] [--markdown FILE]
 //  [--html FILE] [--quiet] [--no-capture] [--no-localize] [--trace-steps N] [--ignore-meta KEY]...
 //  -- PROGRAM ARGS...`
@@ -25,6 +25,7 @@ struct ExecFlags {
   bool no_pin = false;
   std::string format = "text";
   std::string time_limit;
+  std::string resume_deadline;
   ReportFiles files;
 };
 
@@ -57,6 +58,9 @@ int run(ExecFlags& f) {
   check_report_paths({f.files.junit, f.files.markdown, f.files.html});
   if (!f.time_limit.empty()) {
     opt.time_limit = parse_time_limit(f.time_limit);
+  }
+  if (!f.resume_deadline.empty()) {
+    opt.resume_deadline = parse_time_limit(f.resume_deadline, "--resume-deadline");
   }
   for (const auto& extra : f.app->remaining()) { // program arguments when no "--" was given
     opt.argv.push_back(extra);
@@ -134,6 +138,10 @@ Action add_exec(CLI::App& sub) {
   sub.add_option("--time-limit", f->time_limit,
                  "End a run (its program with every process it started) that runs longer than DURATION: 90, 90s, "
                  "20m, 2h; the exec then fails (exit 2) naming the ranks still running and their last steps");
+  sub.add_option("--resume-deadline", f->resume_deadline,
+                 "--vary resume=N on a data-parallel program: how long after its first rank stopped after step N "
+                 "the job is killed even if some rank has not stopped (default 3m); the exec then fails (exit 2) "
+                 "naming those ranks");
   sub.add_option("--env-allow", f->opt.env_allow, "Also record environment variables matching PATTERN (glob)");
   sub.add_flag("--no-inputs", [f](int64_t) { f->opt.record_inputs = false; },
                "Do not record the files the program's processes open (no preload library, no audit hook)");

@@ -304,7 +304,8 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     try {
       exec_run(plan, run_a.index, dir_a, failures, any_log, spec);
       if (rr) {
-        exec_resumed_run(plan, run_b->index, dir_b, rr->audit.killed_after, {}, failures, any_log, spec);
+        exec_resumed_run(plan, run_b->index, dir_b, rr->audit.killed_after, static_cast<int>(rr->audit.world_size), {},
+                         failures, any_log, spec);
       } else {
         exec_run(plan, run_b->index, dir_b, failures, any_log, spec);
       }
@@ -542,7 +543,8 @@ CheckResult run_exec(const ExecOptions& opt) {
       if (i == 2) {
         require_resumable(plan, res.runs.front(), events.front());
       }
-      ResumeRun rr = exec_resumed_run(plan, i, dir, kill_at, events, failures, any_step_log);
+      ResumeRun rr = exec_resumed_run(plan, i, dir, kill_at, run_world_size(res.runs.front().dir), events, failures,
+                                      any_step_log);
       res.runs.push_back(rr.run);
       events.push_back({i, run_events(RunDir::open(rr.run.dir))});
       resumed.push_back(std::move(rr));

@@ -15,7 +15,10 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <fstream>
+#include <csignal>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -81,6 +84,86 @@ private:
   std::string m_path;
   long m_step;
   std::atomic<bool>& m_kill;
+  std::atomic<bool> m_done{false};
+  std::thread m_thread;
+};
+
+// The stop of a data-parallel job (ProcessPlan::stop_world): polls the events file every 50 ms for
+// the ranks' "rank" and "stop" events; once `world` ranks stopped, or `deadline` seconds after the
+// first one did, SIGKILLs every pid a rank reported (a rank may have left the group) and sets `kill`,
+// which ends the program's whole process group at once (the launcher cannot restart or tear down
+// its ranks first).
+class StopWatch {
+public:
+  StopWatch(const RunDir& files, int world, double deadline, std::atomic<bool>& kill, JobStop& out)
+      : m_files(files), m_world(world), m_deadline(deadline), m_kill(kill), m_out(out) {
+    m_thread = std::thread([this] { watch(); });
+  }
+  ~StopWatch() {
+    m_done = true;
+    m_thread.join();
+  }
+  StopWatch(const StopWatch&) = delete;
+  StopWatch& operator=(const StopWatch&) = delete;
+
+private:
+  void watch() {
+    std::optional<std::chrono::steady_clock::time_point> first;
+    while (!m_done && !m_kill) {
+      ProcessEvents ev;
+      try {
+        ev = read_events(m_files.file(RunFile::events));
+      } catch (const Error&) {
+        // a line being written is not complete yet (read_events skips it); any other error: try again
+      }
+      std::set<long> stopped;
+      std::set<long> pids;
+      for (const auto& r : ev.ranks) {
+        pids.insert(r.pid);
+        if (r.stopped) {
+          stopped.insert(r.rank);
+        }
+      }
+      if (!stopped.empty() && !first) {
+        first = std::chrono::steady_clock::now();
+      }
+      const bool all = static_cast<int>(stopped.size()) >= m_world;
+      const bool late = first && std::chrono::duration<double>(std::chrono::steady_clock::now() - *first).count() >= m_deadline;
+      if (all || late) {
+        m_out.stopped.assign(stopped.begin(), stopped.end());
+        m_out.deadline = !all;
+        if (!all) {
+          for (long rank = 0; rank < m_world; ++rank) {
+            if (!stopped.count(rank)) {
+              const std::string log = rank == 0 ? m_files.file(RunFile::capture_steps)
+                                                : m_files.rank(static_cast<int>(rank)).file(RunFile::capture_steps);
+              long step = -1;
+              try {
+                const std::string line = last_line(log);
+                step = line.empty() ? -1 : line_step(line);
+              } catch (const Error&) {
+              }
+              m_out.missing += fmt::format("{}rank {} ({})", m_out.missing.empty() ? "" : ", ", rank,
+                                           step > 0 ? fmt::format("after step {}", step) : "before its first step");
+            }
+          }
+        }
+        for (long pid : pids) {
+          if (pid > 1) {
+            ::kill(static_cast<pid_t>(pid), SIGKILL);
+          }
+        }
+        m_kill = true;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  const RunDir& m_files;
+  int m_world;
+  double m_deadline;
+  std::atomic<bool>& m_kill;
+  JobStop& m_out;
   std::atomic<bool> m_done{false};
   std::thread m_thread;
 };
@@ -190,9 +273,16 @@ ProcessResult run_program(const ExecPlan& plan, RunInProgress& r, const ProcessP
     spec.kill = &kill;
     watch.emplace(plan, plan.loss_re ? spec.stdout_path : files.file(RunFile::steps), p.kill_when_log_reaches, kill);
   }
+  r.job_stop = {};
+  std::optional<StopWatch> job;
+  if (p.stop_world > 0) {
+    spec.kill = &kill;
+    job.emplace(files, p.stop_world, p.stop_deadline, kill, r.job_stop);
+  }
   spec.on_start = [&](int pid) { pgid.store(pid); };
   ProcessResult pr = run_process(spec);
   watch.reset();
+  job.reset();
   return pr;
 }
 
@@ -278,13 +368,13 @@ std::string duration_text(double seconds) {
   return s % 3600 == 0 ? fmt::format("{}h", s / 3600) : s % 60 == 0 ? fmt::format("{}m", s / 60) : fmt::format("{}s", s);
 }
 
-double parse_time_limit(const std::string& text) {
+double parse_time_limit(const std::string& text, const std::string& option) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   const std::string unit = end ? std::string(end) : "";
   const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : 0;
   if (text.empty() || end == text.c_str() || scale == 0 || !(v > 0) || v * scale > 1e9) {
-    throw Error("--time-limit " + text, "expected a duration such as 90, 90s, 20m or 2h (greater than 0)");
+    throw Error(option + " " + text, "expected a duration such as 90, 90s, 20m or 2h (greater than 0)");
   }
   return v * scale;
 }

@@ -29,6 +29,8 @@ bool saw_torch(const RunDir& run) {
   return m.contains("framework") && m["framework"].is_object() && m["framework"].contains("torch");
 }
 
+} // namespace
+
 // A process that read another run's checkpoint: refused before anything else is said of the run.
 void refuse_shared(const std::vector<RunEvents>& before, int i, std::vector<ProcessEvents> processes) {
   if (before.empty()) {
@@ -89,7 +91,6 @@ StepLogFacts stitch(const RunDir& run, const RunDir& killed, const RunDir& resum
   return f;
 }
 
-} // namespace
 
 void require_resumable(const ExecPlan& plan, const CheckRun& first, const RunEvents& first_events) {
   const RunDir run = RunDir::open(first.dir);
@@ -97,19 +98,8 @@ void require_resumable(const ExecPlan& plan, const CheckRun& first, const RunEve
   const bool torch = saw_torch(run);
   const ProcessEvents none;
   const ProcessEvents& ev = first_events.processes.empty() ? none : first_events.processes.front();
-  const ojson manifest = run.read_manifest();
-  const long world = manifest.contains("ranks") && manifest["ranks"].is_object()
-                         ? manifest["ranks"].value("world_size", 0L)
-                         : 0;
   for (long n : plan.resume) {
     const std::string flag = fmt::format("--vary resume={}", n);
-    if (world > 1) {
-      // Each rank would need its own kill, resume and boundary table: not built yet.
-      throw Error(flag, fmt::format("run-1 is a data-parallel program ({} ranks): the resume audit covers "
-                                    "single-process programs; run a one-process version of it, or compare plain "
-                                    "runs rank by rank (exec without --vary resume)",
-                                    world));
-    }
     if (last < 0) {
       throw Error(flag, "run-1 left no step log, so there is no step to kill it after: a PyTorch program gets one "
                         "from reprun's capture (it needs a torch.optim optimizer); another writes REPRUN_STEP_LOG, or "
@@ -134,9 +124,17 @@ void require_resumable(const ExecPlan& plan, const CheckRun& first, const RunEve
   }
 }
 
-ResumeRun exec_resumed_run(const ExecPlan& plan, int i, const std::string& dir, long kill_at,
+int run_world_size(const std::string& run_dir) {
+  const ojson m = RunDir::open(run_dir).read_manifest();
+  return m.contains("ranks") && m["ranks"].is_object() ? static_cast<int>(m["ranks"].value("world_size", 0L)) : 0;
+}
+
+ResumeRun exec_resumed_run(const ExecPlan& plan, int i, const std::string& dir, long kill_at, int world,
                            const std::vector<RunEvents>& before, std::vector<std::string>& failures,
                            bool& any_step_log, const ReplaySpec& replay) {
+  if (world > 1) {
+    return exec_resumed_job(plan, i, dir, kill_at, world, before, failures, any_step_log, replay);
+  }
   ResumeRun out;
   out.audit.killed_after = kill_at;
   RunInProgress r = begin_run(plan, i, dir, replay);
@@ -272,8 +270,17 @@ void audit_resume_pair(const ExecPlan& plan, const CheckResult& res, CheckPair& 
     if (a.nondeterminism_step > 0) {
       a.reference = "the killed process";
     }
-    fill_boundary_table(a, read_events((a.nondeterminism_step > 0 ? killed : run1).file(RunFile::events)),
-                        read_events(resumed.file(RunFile::events)));
+    const ProcessEvents ref = read_events((a.nondeterminism_step > 0 ? killed : run1).file(RunFile::events));
+    const ProcessEvents after = read_events(resumed.file(RunFile::events));
+    if (a.world_size > 1) {
+      std::vector<std::pair<ProcessEvents, ProcessEvents>> per_rank;
+      for (long rank = 0; rank < a.world_size; ++rank) {
+        per_rank.emplace_back(ref.of_rank(rank), after.of_rank(rank));
+      }
+      fill_rank_tables(a, per_rank);
+    } else {
+      fill_boundary_table(a, ref, after);
+    }
   }
   const Divergence& dv = pair.diff.divergence;
   a.numbers_part = dv.found && dv.kind != DivergenceKind::ended_early ? dv.step : -1;

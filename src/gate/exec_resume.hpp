@@ -27,9 +27,24 @@ void require_resumable(const ExecPlan& plan, const CheckRun& first, const RunEve
 // Run `i`, killed after step `kill_at` and resumed, into `dir`; `before` are the earlier runs' events
 // (a process that read another run's checkpoint is refused before any other check). With a replay
 // spec, the resumed process is traced (from its boundary) and the killed one is not.
-ResumeRun exec_resumed_run(const ExecPlan& plan, int i, const std::string& dir, long kill_at,
+// A data-parallel run-1 (world > 1): every rank is stopped at its first training forward after step N
+// and the whole job killed at once (exec_resume_job.cpp).
+ResumeRun exec_resumed_run(const ExecPlan& plan, int i, const std::string& dir, long kill_at, int world,
                            const std::vector<RunEvents>& before, std::vector<std::string>& failures,
                            bool& any_step_log, const ReplaySpec& replay = {});
+
+// The world size run-1's manifest records (0 without a process group).
+int run_world_size(const std::string& run_dir);
+
+// exec_resume_job.cpp: exec_resumed_run for a data-parallel job.
+ResumeRun exec_resumed_job(const ExecPlan& plan, int i, const std::string& dir, long kill_at, int world,
+                           const std::vector<RunEvents>& before, std::vector<std::string>& failures,
+                           bool& any_step_log, const ReplaySpec& replay);
+
+// Helpers both share (exec_resume.cpp).
+void refuse_shared(const std::vector<RunEvents>& before, int i, std::vector<ProcessEvents> processes);
+std::string loads_phrase(const ProcessEvents& resumed);
+StepLogFacts stitch(const RunDir& run, const RunDir& killed, const RunDir& resumed, long k, const std::string& source);
 
 // The audit of a resume pair: run-to-run nondeterminism before the kill (reported and localized as
 // such), the boundary table, the verdict (exit 1 also when the numbers agree but a state a resume

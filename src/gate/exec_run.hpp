@@ -75,6 +75,18 @@ struct ProcessPlan {
   long kill_when_log_reaches = 0;           // > 0: SIGKILL once the program's own step log (or its stdout
                                             // through --loss-regex) shows this step
   bool append_output = false;               // stdout.txt and stderr.txt go on after an earlier process's
+  // > 0: a data-parallel job of this many ranks to be stopped after a step (REPRUN_STOP_RANKS): once
+  // every rank has written its "stop" event, or `stop_deadline` seconds after the first did, each
+  // rank's reported pid and the program's whole process group get SIGKILL at once.
+  int stop_world = 0;
+  double stop_deadline = 0;
+};
+
+// What the stop of a data-parallel job found (ProcessPlan::stop_world).
+struct JobStop {
+  std::vector<long> stopped;         // the ranks that stopped, ascending
+  bool deadline = false;             // killed at the deadline, before every rank stopped
+  std::string missing;               // then: "rank 1 (after step 3)", the ranks that did not stop
 };
 
 // The step log a process leaves: the program's own (validated), or one built from its stdout with
@@ -101,6 +113,7 @@ struct RunInProgress {
   // Set when a process passed the time limit: what of the program was still running then, "rank 0
   // (after step 4), rank 1 (after step 2) and 2 other processes".
   std::string still_running;
+  JobStop job_stop; // the last process run with ProcessPlan::stop_world
 };
 
 RunInProgress begin_run(const ExecPlan& plan, int i, const std::string& dir, const ReplaySpec& replay);

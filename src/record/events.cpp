@@ -5,7 +5,9 @@
 #include "reprun/core/error.hpp"
 #include "reprun/record/run_dir.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <fmt/format.h>
 
 namespace reprun {
@@ -70,6 +72,7 @@ ProcessEvents read_events(const std::string& path) {
       e.after_backward = j.value("after_backward", false);
       e.resumes_step = number_of(j, "resumes_step", -1);
       e.pid = number_of(j, "pid", 0);
+      e.rank = number_of(j, "rank", -1);
       e.line = lineno;
       out.io.push_back(std::move(e));
     } else if (event == "state") {
@@ -80,6 +83,7 @@ ProcessEvents read_events(const std::string& path) {
       s.states = j.contains("states") && j["states"].is_object() ? j["states"] : ojson::object();
       s.draws = j.contains("draws") && j["draws"].is_object() ? j["draws"] : ojson::object();
       s.resumed_from = number_of(j, "resumed_from", -1);
+      s.rank = number_of(j, "rank", -1);
       out.states.push_back(std::move(s));
     } else if (event == "restore") {
       RestoreEvent r;
@@ -88,11 +92,31 @@ ProcessEvents read_events(const std::string& path) {
       r.digest = text_of(j, "digest");
       r.call = text_of(j, "call");
       r.where = text_of(j, "where");
+      r.rank = number_of(j, "rank", -1);
       out.restores.push_back(std::move(r));
+    } else if (event == "rank" || event == "stop") {
+      RankEvent r;
+      r.stopped = event == "stop";
+      r.rank = number_of(j, "rank", -1);
+      r.pid = number_of(j, "pid", 0);
+      r.step = j["step"].get<long>();
+      r.world_size = number_of(j, "world_size", 0);
+      out.ranks.push_back(r);
     } else {
-      throw Error(where, fmt::format("unknown event \"{}\" (save, load, state or restore)", event));
+      throw Error(where, fmt::format("unknown event \"{}\" (save, load, state, restore, rank or stop)", event));
     }
   }
+  return out;
+}
+
+ProcessEvents ProcessEvents::of_rank(long rank) const {
+  ProcessEvents out;
+  out.path = path;
+  std::copy_if(io.begin(), io.end(), std::back_inserter(out.io), [&](const CheckpointEvent& e) { return e.rank == rank; });
+  std::copy_if(states.begin(), states.end(), std::back_inserter(out.states), [&](const StateEvent& e) { return e.rank == rank; });
+  std::copy_if(restores.begin(), restores.end(), std::back_inserter(out.restores),
+               [&](const RestoreEvent& e) { return e.rank == rank; });
+  std::copy_if(ranks.begin(), ranks.end(), std::back_inserter(out.ranks), [&](const RankEvent& e) { return e.rank == rank; });
   return out;
 }
 

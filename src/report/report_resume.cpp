@@ -2,6 +2,7 @@
 // killed and from which checkpoint it resumed, and the boundary table, state by state.
 #include "report_internal.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace reprun {
@@ -23,7 +24,31 @@ const char* verdict_key(BoundaryRow::Verdict v) {
   return "";
 }
 
+constexpr long k_rank_columns = 4; // a job of up to this many ranks: one column per rank in the text table
+
+// "torch CPU generator (rank 1)": a row's name with its rank, where a table has no column per rank.
+std::string row_name(const BoundaryRow& r) {
+  return r.rank >= 0 ? fmt::format("{} (rank {})", r.name, r.rank) : r.name;
+}
+
 std::string checkpoint_phrase(const ResumeAudit& a) {
+  if (a.world_size > 1) {
+    std::string s = fmt::format("every rank of the job ({} ranks) stopped at its first training forward after step "
+                                "{}, then the ranks and the launcher killed at once (SIGKILL), resumed from the "
+                                "checkpoint of step {}",
+                                a.world_size, a.killed_after, a.resumed_from);
+    std::string each;
+    for (const auto& r : a.ranks) {
+      each += fmt::format("{}rank {}: {}", each.empty() ? "" : "; ", r.rank, r.checkpoint);
+      if (!r.saved_at.empty()) {
+        each += ", saved at " + r.saved_at;
+      }
+      if (!r.loaded_at.empty()) {
+        each += ", loaded at " + r.loaded_at;
+      }
+    }
+    return each.empty() ? s : s + " (" + each + ")";
+  }
   if (!a.captured) {
     return fmt::format("killed (SIGKILL) once its step log showed step {} or later (it had logged step {}), resumed "
                        "at step {} (the resumed process's first logged step)",
@@ -47,8 +72,67 @@ std::string checkpoint_phrase(const ResumeAudit& a) {
 
 std::string table_title(const ResumeAudit& a) {
   return fmt::format("State at the resume boundary (the first training forward after step {}), {} against the "
-                     "resumed process:",
-                     a.resumed_from, a.reference);
+                     "resumed {}:",
+                     a.resumed_from, a.reference, a.world_size > 1 ? "job, rank by rank" : "process");
+}
+
+// The text table of a job of a few ranks: a row per state, a column per rank; then each state that a
+// rank did not restore, with its detail, consequence and fix.
+std::string rank_columns_text(const ResumeAudit& a) {
+  std::vector<std::string> names;
+  size_t width = 5;
+  for (const auto& r : a.rows) {
+    if (std::find(names.begin(), names.end(), r.name) == names.end()) {
+      names.push_back(r.name);
+      width = std::max(width, r.name.size());
+    }
+  }
+  size_t col = 6;
+  for (const auto& r : a.rows) {
+    col = std::max(col, r.verdict_words().size());
+  }
+  std::string o = fmt::format("    {:<{}}", "state", width);
+  for (long k = 0; k < a.world_size; ++k) {
+    o += fmt::format("  {:<{}}", fmt::format("rank {}", k), col);
+  }
+  while (!o.empty() && o.back() == ' ') {
+    o.pop_back();
+  }
+  o += "\n";
+  for (const auto& name : names) {
+    std::string line = fmt::format("    {:<{}}", name, width);
+    for (long k = 0; k < a.world_size; ++k) {
+      auto it = std::find_if(a.rows.begin(), a.rows.end(), [&](const BoundaryRow& r) { return r.name == name && r.rank == k; });
+      line += fmt::format("  {:<{}}", it == a.rows.end() ? "-" : it->verdict_words(), col);
+    }
+    while (!line.empty() && line.back() == ' ') {
+      line.pop_back();
+    }
+    o += line + "\n";
+  }
+  // Each state not restored, once for the ranks where it is the same.
+  std::vector<bool> said(a.rows.size(), false);
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    const BoundaryRow& r = a.rows[i];
+    if (r.restored() || said[i]) {
+      continue;
+    }
+    std::vector<long> ranks;
+    for (size_t j = i; j < a.rows.size(); ++j) {
+      const BoundaryRow& q = a.rows[j];
+      if (!said[j] && q.name == r.name && q.verdict == r.verdict && q.detail == r.detail && q.fix == r.fix) {
+        said[j] = true;
+        ranks.push_back(q.rank);
+      }
+    }
+    std::string on = ranks.size() == 1 ? "rank " : "ranks ";
+    for (size_t k = 0; k < ranks.size(); ++k) {
+      on += (k == 0 ? "" : k + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[k]);
+    }
+    o += fmt::format("    {} {} on {}{}\n      {}; fix: {}\n", r.name, r.verdict_words(), on,
+                     r.detail.empty() ? "" : ": " + r.detail, r.consequence, r.fix);
+  }
+  return o;
 }
 
 } // namespace
@@ -64,12 +148,16 @@ std::string resume_text(const ResumeAudit& a) {
     o += "  no boundary table: " + a.no_table + "\n";
   } else {
     o += "  " + table_title(a) + "\n";
+  }
+  if (a.has_table && a.world_size > 1 && a.world_size <= k_rank_columns) {
+    o += rank_columns_text(a);
+  } else if (a.has_table) {
     size_t width = 0;
     for (const auto& r : a.rows) {
-      width = std::max(width, r.name.size());
+      width = std::max(width, row_name(r).size());
     }
     for (const auto& r : a.rows) {
-      o += fmt::format("    {:<{}}  {}{}\n", r.name, width, r.verdict_words(), r.shows_detail() ? ": " + r.detail : "");
+      o += fmt::format("    {:<{}}  {}{}\n", row_name(r), width, r.verdict_words(), r.shows_detail() ? ": " + r.detail : "");
       if (!r.restored()) {
         o += fmt::format("    {:<{}}    {}; fix: {}\n", "", width, r.consequence, r.fix);
       }
@@ -90,6 +178,7 @@ ojson resume_json(const ResumeAudit& a) {
   ojson rows = ojson::array();
   for (const auto& r : a.rows) {
     rows.push_back({{"state", r.name},
+                    {"rank", r.rank >= 0 ? ojson(r.rank) : ojson(nullptr)},
                     {"kind", r.kind},
                     {"verdict", verdict_key(r.verdict)},
                     {"restored", r.restored()},
@@ -99,7 +188,17 @@ ojson resume_json(const ResumeAudit& a) {
   }
   auto opt_text = [](const std::string& s) { return s.empty() ? ojson(nullptr) : ojson(s); };
   auto opt_step = [](long s) { return s >= 0 ? ojson(s) : ojson(nullptr); };
+  ojson ranks = ojson::array();
+  for (const auto& r : a.ranks) {
+    ranks.push_back({{"rank", r.rank},
+                     {"resumed_from", r.resumed_from},
+                     {"checkpoint", opt_text(r.checkpoint)},
+                     {"saved_at", opt_text(r.saved_at)},
+                     {"loaded_at", opt_text(r.loaded_at)}});
+  }
   return {{"killed_after", a.killed_after},
+          {"world_size", a.world_size > 1 ? ojson(a.world_size) : ojson(nullptr)},
+          {"ranks", a.world_size > 1 ? ranks : ojson(nullptr)},
           {"reference", a.reference},
           {"captured", a.captured},
           {"killed_log_step", a.captured ? ojson(nullptr) : ojson(a.killed_log_step)},
@@ -130,7 +229,7 @@ std::string resume_markdown(const ResumeAudit& a) {
   for (const auto& r : a.rows) {
     const std::string words = r.restored() ? r.verdict_words() : "**" + r.verdict_words() + "**";
     const std::string v = words + (r.shows_detail() ? ": " + r.detail : "");
-    o += fmt::format("| {} | {} | {} | {} |\n", esc_md(r.name), esc_md(v), r.restored() ? "" : esc_md(r.consequence),
+    o += fmt::format("| {} | {} | {} | {} |\n", esc_md(row_name(r)), esc_md(v), r.restored() ? "" : esc_md(r.consequence),
                      r.restored() ? "" : esc_md(r.fix));
   }
   o += "\n";
@@ -153,7 +252,7 @@ std::string resume_html(const ResumeAudit& a) {
   o += "<p>" + esc_xml(table_title(a)) +
        "</p>\n<div class=\"scroll\"><table><tr><th>state</th><th>at the resume</th><th>what follows</th><th>fix</th></tr>\n";
   for (const auto& r : a.rows) {
-    o += fmt::format("<tr><td>{}</td><td class=\"{}\">{}{}</td><td>{}</td><td>{}</td></tr>\n", esc_xml(r.name),
+    o += fmt::format("<tr><td>{}</td><td class=\"{}\">{}{}</td><td>{}</td><td>{}</td></tr>\n", esc_xml(row_name(r)),
                      r.restored() ? "ok" : "bad", esc_xml(r.verdict_words()),
                      r.shows_detail() ? ": " + esc_xml(r.detail) : "",
                      r.restored() ? "" : esc_xml(r.consequence), r.restored() ? "" : esc_xml(r.fix));

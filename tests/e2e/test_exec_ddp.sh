@@ -214,9 +214,10 @@ for f in "$T/rand.md" "$T/rand.html"; do
 done
 grep -q "rank 1, step 1" "$T/rand.xml" || fail "(f) JUnit: $(cat "$T/rand.xml")"
 
-# The resume audit is for single-process programs: refused, not misreported.
-expect_error "--vary resume=3: run-1 is a data-parallel program \(2 ranks\)" \
-  "$REPRUN" exec -o "$T/resume" -q --pin PORT=$PORT --vary resume=3 -- "$PY" ddp.py
+# The resume audit of a data-parallel program (every rank stopped, the job killed and resumed) is
+# test_exec_resume_ddp.sh's; its deadline option takes a duration.
+expect_error "--resume-deadline 0: expected a duration" \
+  "$REPRUN" exec -o "$T/resume" -q --pin PORT=$PORT --resume-deadline 0 --vary resume=3 -- "$PY" ddp.py
 
 # (e) another world size.
 run_rc "$REPRUN" exec -o "$T/world" -q --pin PORT=$PORT --vary env:WORLD=2,3 -- "$PY" ddp.py

@@ -53,6 +53,7 @@ struct BoundaryRow {
   std::string detail;      // "last_epoch 3 in run-1, 1 after the resume"
   std::string consequence; // what follows from it
   std::string fix;
+  long rank = -1;          // a data-parallel job: the rank whose state this is (-1: one process)
   bool restored() const {
     return verdict == Verdict::restored || verdict == Verdict::unused || verdict == Verdict::by_program;
   }
@@ -83,6 +84,15 @@ struct ResumeAudit {
   long nondeterminism_step = -1;  // the killed process's log parted from run-1's at this step (<= N)
   long numbers_part = -1;         // the first step after the resume whose numbers differ (-1: none)
   std::vector<std::string> notes;
+  // A data-parallel job (world_size > 1): each rank's checkpoint, and `rows` holds every rank's rows
+  // (BoundaryRow::rank), rank 0's first.
+  struct Rank {
+    long rank = 0;
+    long resumed_from = -1;
+    std::string checkpoint, saved_at, loaded_at;
+  };
+  long world_size = 0;
+  std::vector<Rank> ranks;
   // The rows that are not restored, in table order.
   std::vector<const BoundaryRow*> not_restored() const;
   bool state_not_restored() const;
@@ -106,6 +116,11 @@ const CheckpointEvent* last_checkpoint_by(const ProcessEvents& run1, long n);
 // The boundary table of a resume from step `k`: run-1's states (at its first forward, at the save
 // after step k, at the boundary after it) against the resumed process's at its boundary.
 void fill_boundary_table(ResumeAudit& audit, const ProcessEvents& run1, const ProcessEvents& resumed);
+
+// The boundary table of a data-parallel job, rank by rank: each rank's run-1 events against its
+// resumed process's (`per_rank[r]`); a rank whose state equals rank 0's where its own differs is said
+// to hold rank 0's state.
+void fill_rank_tables(ResumeAudit& audit, const std::vector<std::pair<ProcessEvents, ProcessEvents>>& per_rank);
 
 // The cause of the first op where a resumed run parts from run-1, from the boundary table: a random
 // draw after a generator that was not restored is that generator, not an unfixed seed; an op of the

@@ -35,6 +35,9 @@ struct ExecOptions {
   bool record_inputs = true;            // record every file the program's processes open (--no-inputs)
   std::vector<std::string> data_dirs;   // --data-dir DIR: files under it are data, wherever it is
   std::vector<std::string> stat_only_dirs; // --stat-only DIR: its files' sizes and times only, no digest
+  // --resume-deadline, seconds: --vary resume=N on a data-parallel program kills the job this long
+  // after its first rank stopped after step N, even when other ranks have not stopped.
+  double resume_deadline = 180;
   double time_limit = 0;                // --time-limit, seconds: a process of a run that runs longer is ended
                                         // with its whole process group (0: none)
   const World* world = nullptr;         // the outside world; nullptr = the real machine
@@ -51,8 +54,9 @@ struct ExecOptions {
 // when the file is empty or unreadable.
 std::string tail_lines(const std::string& path, size_t lines);
 
-// --time-limit: "90" or "90s" (seconds), "20m", "2h"; throws Error naming the option otherwise.
-double parse_time_limit(const std::string& text);
+// --time-limit, --resume-deadline: "90" or "90s" (seconds), "20m", "2h"; throws Error naming the
+// option otherwise.
+double parse_time_limit(const std::string& text, const std::string& option = "--time-limit");
 
 // The default pins: name and value.
 const std::vector<std::pair<std::string, std::string>>& default_pins();

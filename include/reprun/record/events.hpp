@@ -8,6 +8,11 @@
 //    "digest":...,"detail":{...}}}, ...}
 //   {"event":"restore","step":40,"generator":"numpy global generator","digest":"...",
 //    "call":"np.random.set_state","where":"train.py:57","pid":124}   (the resumed process only)
+//   {"event":"rank","step":3,"world_size":2,"pid":125,"rank":1}   (a rank of a data-parallel job to be
+//    stopped, at its first training forward: its pid, so that reprun can end it whatever it does)
+//   {"event":"stop","step":3,"world_size":2,"pid":125,"rank":1}   (that rank stopped after step N and
+//    waits to be killed)
+// In a data-parallel program every event of a rank carries "rank" (its process group's rank).
 // A process killed with SIGKILL leaves at most a partial last line, which is not an event. The
 // reader is the one place that knows the line format; what the events mean is audit/resume.hpp's.
 #pragma once
@@ -33,6 +38,7 @@ struct CheckpointEvent {
   bool after_backward = false;     // saves: between backward() and the optimizer's step()
   long resumes_step = -1;          // loads: the step of the killed process's checkpoint it matched
   long pid = 0;
+  long rank = -1;                  // the process's rank in a data-parallel program, -1 without one
   long line = 0;                   // the event's line in its file
 };
 
@@ -45,6 +51,7 @@ struct StateEvent {
   nlohmann::ordered_json draws;    // at "boundary": the first random op after the save on the "default"
                                    // generator and on an "own" one ({"op", "where"} each), or {}
   long resumed_from = -1;          // at "resumed": the checkpoint's step, -1 when none was loaded
+  long rank = -1;
 };
 
 // The resumed process set a global generator's state through a module-level call (torch.set_rng_state,
@@ -56,6 +63,17 @@ struct RestoreEvent {
   std::string digest;
   std::string call;                // "np.random.set_state"
   std::string where;               // "train.py:57"
+  long rank = -1;
+};
+
+// A rank of a data-parallel job to be stopped: seen (at its first training forward) or stopped (at
+// its first training forward after step N, where it waits to be killed).
+struct RankEvent {
+  bool stopped = false;
+  long rank = -1;
+  long pid = 0;
+  long step = 0;
+  long world_size = 0;
 };
 
 struct ProcessEvents {
@@ -63,7 +81,10 @@ struct ProcessEvents {
   std::vector<CheckpointEvent> io; // saves and loads, in order
   std::vector<StateEvent> states;
   std::vector<RestoreEvent> restores; // in order
+  std::vector<RankEvent> ranks;       // in order
   bool any() const { return !io.empty() || !states.empty() || !restores.empty(); }
+  // The events of one rank (rank -1: those of processes without one).
+  ProcessEvents of_rank(long rank) const;
 };
 
 // Reads an events file; a missing file has no events. Throws Error naming the file and line when a
