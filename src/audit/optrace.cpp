@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <set>
 #include <array>
+#include <deque>
 #include <fstream>
 #include <string_view>
 #include <unordered_map>
@@ -225,13 +226,23 @@ OpDivergence compare_op_traces(const std::string& path_a, const std::string& pat
   TraceReader ta(path_a), tb(path_b);
   OpDivergence d;
   // The engine's gradient bookkeeping outside any module: skipped on both sides of a resume pair.
-  auto next = [&](TraceReader& t) {
+  auto read = [&](TraceReader& t) {
     std::optional<OpRecord> r = t.next();
     while (resume_aligned && r &&
            (r->phase == "zero_grad" || (r->phase == "backward" && r->module.empty() &&
                                         (r->op == "aten.detach.default" || r->op == "aten.add_.Tensor")))) {
       r = t.next();
     }
+    return r;
+  };
+  std::deque<OpRecord> held_a, held_b; // ops read ahead, to be compared next
+  auto next = [&](TraceReader& t) {
+    std::deque<OpRecord>& held = &t == &ta ? held_a : held_b;
+    if (held.empty()) {
+      return read(t);
+    }
+    std::optional<OpRecord> r = std::move(held.front());
+    held.pop_front();
     return r;
   };
   for (;;) {
@@ -246,6 +257,38 @@ OpDivergence compare_op_traces(const std::string& path_a, const std::string& pat
         d.b = rb ? *rb : OpRecord{};
       }
       return d;
+    }
+    if (resume_aligned && is_collective(ra->op) && ra->op == rb->op && ra->phase == "backward") {
+      // DDP's gradient bucket: the resumed process's first iteration lays the gradients out in the
+      // bucket in parameter order, a process past its first iteration in the order they became ready
+      // (the reducer rebuilds its buckets once). The collective's input and the views and copies
+      // that follow it (the averaged gradients back into each .grad) then come in another order:
+      // compared as a set of outputs, so that only another gradient counts as a difference.
+      // Read ahead into `held` (compared one by one after all when the sets differ).
+      auto views = [&](TraceReader& t, std::deque<OpRecord>& held) {
+        std::vector<std::string> outs;
+        for (std::optional<OpRecord> r = read(t); r; r = read(t)) {
+          const bool view = r->phase == "backward" && r->module.empty() &&
+                            (r->op == "aten.as_strided.default" || r->op == "aten.copy_.default");
+          held.push_back(std::move(*r));
+          if (!view) {
+            break;
+          }
+          const OpRecord& v = held.back();
+          outs.push_back(v.op + "=" + (v.out ? fmt::format("{}", fmt::join(*v.out, ",")) : std::string()));
+        }
+        std::sort(outs.begin(), outs.end());
+        return outs;
+      };
+      const auto va = views(ta, held_a);
+      const auto vb = views(tb, held_b);
+      if (va == vb && !va.empty()) {
+        const size_t n = va.size();
+        held_a.erase(held_a.begin(), held_a.begin() + static_cast<long>(n));
+        held_b.erase(held_b.begin(), held_b.begin() + static_cast<long>(n));
+        d.ops_compared += 1 + static_cast<long>(n);
+        continue;
+      }
     }
     if (ra->op != rb->op) {
       d.kind = OpDivergence::Kind::paths_differ;

@@ -1,7 +1,7 @@
 # reprun exec --vary resume=N on a data-parallel job started by torchrun (torch 2.x on a lent GPU
 # machine): two ranks with the model on the GPU (NCCL on two GPUs, else gloo with both ranks on the
 # one GPU). The job checkpoints at the end of each epoch of 4 steps (rank 0 the model and optimizer,
-# each rank its own CUDA generator state) and resumes from it. Every rank stops after step 5, the
+# each rank its own CPU and CUDA generator states) and resumes from it. Every rank stops after step 5, the
 # ranks and torchrun's agent are killed at once, and the job runs again: (a) PASS, every rank's
 # table restored; (b) BUG=rankgen: rank 0's CUDA generator state saved and loaded by every rank: the
 # torch CUDA generator NOT restored on rank 1, named with the dropout's op and line on rank 1.
@@ -44,10 +44,9 @@ if os.path.exists(CKPT):
     model.module.load_state_dict(ck["model"])
     opt.load_state_dict(ck["opt"])
     start = ck["epoch"]
-    if BUG == "rankgen":
-        torch.cuda.set_rng_state(ck["cuda_rng"], dev)  # rank 0's state, on every rank
-    else:
-        torch.cuda.set_rng_state(torch.load(os.path.join(DIR, f"cuda-rng-{rank}.pt")), dev)
+    cpu_rng, cuda_rng = torch.load(os.path.join(DIR, f"rng-{rank}.pt"))
+    torch.set_rng_state(cpu_rng)  # the DataLoader draws its base seed from it at each epoch
+    torch.cuda.set_rng_state(ck["cuda_rng"] if BUG == "rankgen" else cuda_rng, dev)  # rankgen: rank 0's, on every rank
 for epoch in range(start, 3):
     sampler.set_epoch(epoch)
     for xb, yb in dl:
@@ -55,7 +54,7 @@ for epoch in range(start, 3):
         opt.zero_grad()
         loss.backward()
         opt.step()
-    torch.save(torch.cuda.get_rng_state(dev), os.path.join(DIR, f"cuda-rng-{rank}.pt"))
+    torch.save((torch.get_rng_state(), torch.cuda.get_rng_state(dev)), os.path.join(DIR, f"rng-{rank}.pt"))
     if rank == 0:
         torch.save({"model": model.module.state_dict(), "opt": opt.state_dict(), "epoch": epoch + 1,
                     "cuda_rng": torch.cuda.get_rng_state(dev)}, CKPT)

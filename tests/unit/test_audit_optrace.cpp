@@ -199,3 +199,29 @@ TEST_CASE("Traces fingerprinted by different methods are not compared; the same 
   CHECK(fingerprint_methods_differ(dir / "x.jsonl", dir / "x2.jsonl").empty());
   CHECK(fingerprint_methods_differ(dir / "x.jsonl", dir / "c.jsonl") == "XXH3 of the bytes in A, CRC-32 of the bytes in B");
 }
+
+TEST_CASE("After a resume, DDP's gradient bucket in another layout is no difference; another gradient is") {
+  testing::TempDir dir;
+  // The all-reduce of a bucket, then its views copied back into each .grad: run-1 past its first
+  // iteration (the bucket rebuilt in the order the gradients became ready), the resumed process in
+  // its first (parameter order). The same gradients, in another order.
+  auto job = [](const std::string& first, const std::string& second, const std::string& next) {
+    return op(0, "aten.mul.out", "g", -1, "b") + op(1, "c10d.allreduce_.default", "b", 0, "") +
+           op(2, "aten.as_strided.default", "b", 1, first) + op(3, "aten.as_strided.default", "b", 1, second) +
+           op(4, "aten.copy_.default", first, 2, first) + op(5, "aten.copy_.default", second, 3, second) +
+           op(6, "aten.mul.Tensor", "w", -1, next) + "{\"end\":\"steps\",\"ops\":7,\"steps\":1}\n";
+  };
+  testing::write(dir / "a.jsonl", job("v-bias", "v-weight", "n"));
+  testing::write(dir / "b.jsonl", job("v-weight", "v-bias", "n"));
+  CHECK(compare_op_traces(dir / "a.jsonl", dir / "b.jsonl", true).kind == OpDivergence::Kind::none);
+  // Without the resume alignment (two plain runs, both past their first iteration) the order counts.
+  CHECK(compare_op_traces(dir / "a.jsonl", dir / "b.jsonl").kind != OpDivergence::Kind::none);
+  // A gradient that differs is still the difference, found at its view.
+  testing::write(dir / "b.jsonl", job("v-weight", "v-other", "n"));
+  const OpDivergence d = compare_op_traces(dir / "a.jsonl", dir / "b.jsonl", true);
+  CHECK(d.kind != OpDivergence::Kind::none);
+  CHECK(d.a.op == "aten.as_strided.default");
+  // The op after the bucket is compared as usual.
+  testing::write(dir / "b.jsonl", job("v-weight", "v-bias", "n2"));
+  CHECK(compare_op_traces(dir / "a.jsonl", dir / "b.jsonl", true).a.op == "aten.mul.Tensor");
+}

@@ -243,3 +243,66 @@ TEST_CASE("read_events: saves, loads, states and restores; a killed process's pa
   write_file_atomic(path, "{\"event\":\"save\",\"step\":1}\nnot json\n");
   CHECK(testing::error_of([&] { read_events(path); }).find("events.jsonl:2: not an event") != std::string::npos);
 }
+
+TEST_CASE("the boundary table of a data-parallel job: a row per state and rank; rank 0's state on rank 1 is named") {
+  // Run-1: each rank's own generator at the boundary; the resumed job: rank 1 holds rank 0's.
+  auto ranked = [](StateEvent s, long rank) {
+    s.rank = rank;
+    return s;
+  };
+  const ojson r0 = {{"parameters", state("parameters", "p4")}, {"torch CPU generator", state("generator", "g-rank0")}};
+  ojson r1 = r0;
+  r1["torch CPU generator"]["digest"] = "g-rank1";
+  ojson first1 = r1;
+  first1["torch CPU generator"]["digest"] = "g-seed1";
+  ProcessEvents run1, resumed;
+  run1.states = {ranked(at("first", 0, r0), 0), ranked(at("first", 0, first1), 1), ranked(at("boundary", 4, r0), 0),
+                 ranked(at("boundary", 4, r1), 1)};
+  resumed.states = {ranked(at("resumed", 4, r0), 0), ranked(at("resumed", 4, r0), 1)}; // rank 0's state on both
+  ResumeAudit a;
+  a.resumed_from = 4;
+  a.world_size = 2;
+  fill_rank_tables(a, {{run1.of_rank(0), resumed.of_rank(0)}, {run1.of_rank(1), resumed.of_rank(1)}});
+  REQUIRE(a.has_table);
+  REQUIRE(a.rows.size() == 4);
+  CHECK(a.rows[0].rank == 0);
+  CHECK(a.rows[2].rank == 1);
+  const auto lost = a.not_restored();
+  REQUIRE(lost.size() == 1);
+  CHECK(lost[0]->name == "torch CPU generator");
+  CHECK(lost[0]->rank == 1);
+  CHECK(lost[0]->detail.rfind("it equals rank 0's state", 0) == 0);
+  CHECK(a.not_restored_names() == "torch CPU generator on rank 1");
+  CHECK(resume_causes(a).front().first.find("torch CPU generator NOT restored on rank 1 at the resume after step 4") == 0);
+  // A rank whose run-1 kept no boundary state: no table, and which rank.
+  ResumeAudit none;
+  none.resumed_from = 4;
+  none.world_size = 2;
+  ProcessEvents bare;
+  fill_rank_tables(none, {{run1.of_rank(0), resumed.of_rank(0)}, {bare, resumed.of_rank(1)}});
+  CHECK_FALSE(none.has_table);
+  CHECK(none.no_table.rfind("rank 1: ", 0) == 0);
+}
+
+TEST_CASE("read_events: a data-parallel job's events carry their rank; rank and stop events") {
+  testing::TempDir dir;
+  const std::string path = (std::filesystem::path(dir.path()) / "events.jsonl").string();
+  write_file_atomic(path, R"({"event":"rank","step":0,"world_size":2,"pid":41,"rank":1}
+{"event":"save","step":4,"kind":"checkpoint","path":"c.pt","sha256":"ab","where":"t.py:8","pid":40,"rank":0}
+{"event":"state","at":"boundary","step":4,"states":{},"draws":{},"pid":41,"rank":1}
+{"event":"stop","step":5,"world_size":2,"pid":41,"rank":1}
+)");
+  const ProcessEvents e = read_events(path);
+  REQUIRE(e.ranks.size() == 2);
+  CHECK_FALSE(e.ranks[0].stopped);
+  CHECK(e.ranks[1].stopped);
+  CHECK(e.ranks[1].pid == 41);
+  CHECK(e.ranks[1].step == 5);
+  CHECK(e.ranks[1].world_size == 2);
+  CHECK(e.io.at(0).rank == 0);
+  const ProcessEvents one = e.of_rank(1);
+  CHECK(one.io.empty());
+  CHECK(one.states.size() == 1);
+  CHECK(one.ranks.size() == 2);
+  CHECK(e.of_rank(0).io.size() == 1);
+}
