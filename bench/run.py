@@ -123,7 +123,10 @@ def bench_trainer(work, results):
             s = json.load(open(os.path.join(d, "summary.json")))
             rep.append(s["steps"] / s["steps_per_second"])
             steps_files[threads] = os.path.join(d, "steps.jsonl")
-            env = dict(PEER_ENV, OMP_WAIT_POLICY="PASSIVE")
+            # The peer's BLAS threads as many as its own (torch.set_num_threads does not reach Debian's
+            # OpenBLAS, and threadpoolctl is no Debian package): without it "1 thread" ran OpenBLAS on
+            # every core (its CPU time twice its epoch time on 2 cores).
+            env = dict(PEER_ENV, OMP_WAIT_POLICY="PASSIVE", OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
             t = json.loads(run([PY, os.path.join(ROOT, "bench", "torch_mlp.py"), data, str(threads), "best"], env=env).stdout)
             best.append(t["seconds"])
             torch_loss = t["final_loss"]

@@ -5,8 +5,9 @@ standardized per feature with training-set statistics, as reprun does.
 
     torch_mlp.py DATA_DIR THREADS best|default [cpu|cuda]
 
-best: torch.set_num_threads(THREADS), BLAS threads limited with threadpoolctl, OMP_WAIT_POLICY
-(set by the caller) PASSIVE. default: PyTorch as it comes. Prints one JSON line: epoch seconds
+best: torch.set_num_threads(THREADS), BLAS threads limited with threadpoolctl where installed (the
+caller sets OPENBLAS_NUM_THREADS and MKL_NUM_THREADS to THREADS too: torch.set_num_threads does not
+reach Debian's OpenBLAS), OMP_WAIT_POLICY (set by the caller) PASSIVE. default: PyTorch as it comes. Prints one JSON line: epoch seconds
 (the training loop only, like reprun's steps_per_second), the loop's CPU time (the process's, all
 threads; on a busy machine steadier than the epoch time, which also counts the waits for a core), the
 mean loss of the last 50 steps. cuda: the model and the data on the first GPU (PyTorch eager, its

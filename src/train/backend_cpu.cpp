@@ -13,6 +13,9 @@
 #include "reprun/train/rng.hpp"
 
 #include <algorithm>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -80,12 +83,33 @@ public:
   }
 
   void transpose(const float* w, long rows, long cols, float* wt) override {
-    // In 32x32 blocks so that both sides stay in cache.
+    // In 32x32 blocks so that both sides stay in cache; within a block, 4x4 tiles transposed in SSE
+    // registers (a copy: the values are the same whichever way they move).
     constexpr long k_b = 32;
     for (long i0 = 0; i0 < rows; i0 += k_b) {
       for (long o0 = 0; o0 < cols; o0 += k_b) {
         const long i1 = std::min(rows, i0 + k_b), o1 = std::min(cols, o0 + k_b);
-        for (long i = i0; i < i1; ++i) {
+        long i = i0;
+#if defined(__SSE2__)
+        for (; i + 4 <= i1; i += 4) {
+          long o = o0;
+          for (; o + 4 <= o1; o += 4) {
+            __m128 r0 = _mm_loadu_ps(w + i * cols + o), r1 = _mm_loadu_ps(w + (i + 1) * cols + o);
+            __m128 r2 = _mm_loadu_ps(w + (i + 2) * cols + o), r3 = _mm_loadu_ps(w + (i + 3) * cols + o);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            _mm_storeu_ps(wt + o * rows + i, r0);
+            _mm_storeu_ps(wt + (o + 1) * rows + i, r1);
+            _mm_storeu_ps(wt + (o + 2) * rows + i, r2);
+            _mm_storeu_ps(wt + (o + 3) * rows + i, r3);
+          }
+          for (; o < o1; ++o) {
+            for (long r = i; r < i + 4; ++r) {
+              wt[o * rows + r] = w[r * cols + o];
+            }
+          }
+        }
+#endif
+        for (; i < i1; ++i) {
           for (long o = o0; o < o1; ++o) {
             wt[o * rows + i] = w[i * cols + o];
           }
@@ -108,8 +132,11 @@ public:
 
   void activation_grad(Activation f, const float* z, const float* dh, float* gz, size_t n) override {
     if (f == Activation::relu) {
+      // dh read whatever z is: a select the compiler vectorizes, where a load under the condition
+      // was a branch per element, mispredicted about every other one (a ReLU's signs are random).
       for (size_t i = 0; i < n; ++i) {
-        gz[i] = z[i] > 0.0f ? dh[i] : 0.0f;
+        const float d = dh[i];
+        gz[i] = z[i] > 0.0f ? d : 0.0f;
       }
     } else {
       for (size_t i = 0; i < n; ++i) {
@@ -118,12 +145,13 @@ public:
     }
   }
 
-  // The separate calls, in order: on the CPU a fused pass would gain nothing (each is a pass over
-  // memory that the next reads from cache).
+  // The GEMM starts each chain from the bias (or zero) in its registers (gemm_set: no pass filling
+  // the output first); the activation and its gradient are passes of their own, over memory the
+  // GEMM left in cache.
   void dense_forward(const float* a, const float* w, const float* b, long m, long in, long out, float* z,
                      Activation f, float* act) override {
-    fill_rows(z, b, m, out);
-    gemm_acc(m, out, in, MatView{a, in, 1}, w, out, z, out);
+    // z = b + a w: each chain starts from the bias in the GEMM's registers (no pass filling z first).
+    reprun::gemm_set(m, out, in, MatView{a, in, 1}, w, out, b, z, out, m_pool);
     if (act) {
       activation(f, z, act, static_cast<size_t>(m * out));
     }
@@ -132,8 +160,7 @@ public:
   void dense_backward_data(const float* g, const float* wt, long m, long out, long in, const float* mask,
                            Activation f, const float* z, float* dh, float* gz) override {
     const size_t n = static_cast<size_t>(m * in);
-    std::fill(dh, dh + n, 0.0f);
-    gemm_acc(m, in, out, MatView{g, out, 1}, wt, in, dh, in);
+    reprun::gemm_set(m, in, out, MatView{g, out, 1}, wt, in, nullptr, dh, in, m_pool); // from +0.0, no fill pass
     if (mask) {
       multiply(dh, mask, n);
     }

@@ -71,9 +71,12 @@ void gemm_force_portable(bool on) { gemm_force_kernel(on ? "portable" : ""); }
 
 namespace detail {
 void gemm_tile_portable(long m, long n, long K, MatView A, const float* B, long ldb, float* C,
-                        long ldc) {
+                        long ldc, const float* init) {
   for (long i = 0; i < m; ++i) {
     float* c = C + i * ldc;
+    if (init) {
+      std::copy(init, init + n, c);
+    }
     for (long k = 0; k < K; ++k) {
       const float a = A.at(i, k);
       const float* b = B + k * ldb;
@@ -85,9 +88,23 @@ void gemm_tile_portable(long m, long n, long K, MatView A, const float* B, long 
 }
 } // namespace detail
 
-void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float* C, long ldc,
-              ThreadPool* pool) {
-  if (M <= 0 || N <= 0 || K <= 0) {
+namespace {
+
+void gemm_run(long M, long N, long K, MatView A, const float* B, long ldb, float* C, long ldc, ThreadPool* pool,
+              bool set, const float* row) {
+  if (M <= 0 || N <= 0) {
+    return;
+  }
+  // A zero row for gemm_set without a row: a tile is at most k_tile_n columns wide.
+  alignas(64) static const float zeros[k_tile_n] = {};
+  if (K <= 0) {
+    if (set) {
+      for (long i = 0; i < M; ++i) {
+        for (long j = 0; j < N; ++j) {
+          C[i * ldc + j] = row ? row[j] : 0.0f;
+        }
+      }
+    }
     return;
   }
   const int kernel = active_kernel();
@@ -102,12 +119,13 @@ void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float
     MatView a{A.data + i0 * A.rs, A.rs, A.cs};
     const float* b = B + j0;
     float* c = C + i0 * ldc + j0;
+    const float* init = !set ? nullptr : row ? row + j0 : zeros;
     if (kernel == k_avx512) {
-      detail::gemm_tile_avx512(m, n, K, a, b, ldb, c, ldc);
+      detail::gemm_tile_avx512(m, n, K, a, b, ldb, c, ldc, init);
     } else if (kernel == k_avx2) {
-      detail::gemm_tile_avx2(m, n, K, a, b, ldb, c, ldc);
+      detail::gemm_tile_avx2(m, n, K, a, b, ldb, c, ldc, init);
     } else {
-      detail::gemm_tile_portable(m, n, K, a, b, ldb, c, ldc);
+      detail::gemm_tile_portable(m, n, K, a, b, ldb, c, ldc, init);
     }
   };
   const int tasks = static_cast<int>(tiles_m * tiles_n);
@@ -118,6 +136,18 @@ void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float
       run_tile(t, 0);
     }
   }
+}
+
+} // namespace
+
+void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float* C, long ldc,
+              ThreadPool* pool) {
+  gemm_run(M, N, K, A, B, ldb, C, ldc, pool, false, nullptr);
+}
+
+void gemm_set(long M, long N, long K, MatView A, const float* B, long ldb, const float* row, float* C, long ldc,
+              ThreadPool* pool) {
+  gemm_run(M, N, K, A, B, ldb, C, ldc, pool, true, row);
 }
 
 } // namespace reprun

@@ -78,3 +78,32 @@ TEST_CASE("Thread count and a split of K cannot change a bit") {
     CHECK(same_bits(ref, c));
   }
 }
+
+TEST_CASE("gemm_set gives the bits of a fill and gemm_acc, on every kernel, edge shapes and threads") {
+  const std::string best = gemm_kernel_name();
+  ThreadPool pool(2);
+  for (auto [M, N, K] : {std::tuple{53L, 77L, 301L}, {1L, 1L, 1L}, {13L, 10L, 700L}, {130L, 129L, 257L}, {4L, 33L, 5L},
+                         {6L, 300L, 0L}}) {
+    auto A = random_matrix(M * std::max(K, 1L), 7), B = random_matrix(std::max(K, 1L) * N, 8);
+    auto bias = random_matrix(N, 9);
+    bias[0] = -0.0f; // a row that holds a negative zero keeps it where nothing is added
+    for (const char* k : {"portable", "avx2-fma", "avx512"}) {
+      gemm_force_kernel(k);
+      for (bool with_row : {true, false}) {
+        std::vector<float> filled(static_cast<size_t>(M * N));
+        for (long i = 0; i < M; ++i) {
+          for (long j = 0; j < N; ++j) {
+            filled[static_cast<size_t>(i * N + j)] = with_row ? bias[static_cast<size_t>(j)] : 0.0f;
+          }
+        }
+        gemm_acc(M, N, K, MatView{A.data(), K, 1}, B.data(), N, filled.data(), N, nullptr);
+        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          std::vector<float> set = random_matrix(M * N, 10); // whatever C held before is not read
+          gemm_set(M, N, K, MatView{A.data(), K, 1}, B.data(), N, with_row ? bias.data() : nullptr, set.data(), N, p);
+          CHECK_MESSAGE(same_bits(set, filled), k << " M=" << M << " N=" << N << " K=" << K << " row=" << with_row);
+        }
+      }
+    }
+  }
+  gemm_force_kernel(best);
+}

@@ -22,6 +22,12 @@ class ThreadPool;
 void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float* C, long ldc,
               ThreadPool* pool);
 
+// C = row + A * B: each row of C starts from `row` (N floats: a bias; nullptr: +0.0) instead of C's
+// own value, in the kernel's registers. The same bits as filling C with `row` (or zeros) and calling
+// gemm_acc, without that pass over C.
+void gemm_set(long M, long N, long K, MatView A, const float* B, long ldb, const float* row, float* C, long ldc,
+              ThreadPool* pool);
+
 // Which kernel runs on this CPU: "avx512", "avx2-fma" or "portable".
 std::string gemm_kernel_name();
 // Use at most this kernel ("avx512", "avx2-fma", "portable"; "" = the best the CPU has). Tests
@@ -33,11 +39,15 @@ void gemm_check_kernel_env();
 void gemm_force_portable(bool on); // same as gemm_force_kernel("portable") / ("")
 
 namespace detail {
-// Tile kernels (single-threaded), exposed for tests: C tile of m x n, k from 0..K-1.
+// Tile kernels (single-threaded), exposed for tests: C tile of m x n, k from 0..K-1. `init`: nullptr
+// to start each element's chain from C's value, else from init[j] (the same row for every row of
+// the tile; n floats).
 void gemm_tile_portable(long m, long n, long K, MatView A, const float* B, long ldb, float* C,
-                        long ldc);
-void gemm_tile_avx2(long m, long n, long K, MatView A, const float* B, long ldb, float* C, long ldc);
-void gemm_tile_avx512(long m, long n, long K, MatView A, const float* B, long ldb, float* C, long ldc);
+                        long ldc, const float* init = nullptr);
+void gemm_tile_avx2(long m, long n, long K, MatView A, const float* B, long ldb, float* C, long ldc,
+                    const float* init = nullptr);
+void gemm_tile_avx512(long m, long n, long K, MatView A, const float* B, long ldb, float* C, long ldc,
+                      const float* init = nullptr);
 } // namespace detail
 
 } // namespace reprun
