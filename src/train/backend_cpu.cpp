@@ -190,8 +190,26 @@ public:
   // to loss_sum in row order.
   void softmax_xent(const float* logits, const int32_t* y, long m, long C, double inv_batch, float* g,
                     double* loss_sum) override {
+    // elem::softmax_xent_row's expressions, each exponential computed once and kept (the row
+    // function computes it twice, for the sum and for the gradient: the same value both times).
+    m_exps.resize(static_cast<size_t>(C));
+    double* e = m_exps.data();
     for (long r = 0; r < m; ++r) {
-      *loss_sum += elem::softmax_xent_row(logits + r * C, y[r], C, inv_batch, g + r * C);
+      const float* z = logits + r * C;
+      float* gr = g + r * C;
+      float zmax = z[0];
+      for (long j = 1; j < C; ++j) {
+        zmax = zmax < z[j] ? z[j] : zmax;
+      }
+      double sum = 0.0;
+      for (long j = 0; j < C; ++j) {
+        e[j] = mathfn::exp(static_cast<double>(z[j]) - static_cast<double>(zmax));
+        sum += e[j];
+      }
+      *loss_sum += mathfn::log(sum) - (static_cast<double>(z[y[r]]) - static_cast<double>(zmax));
+      for (long j = 0; j < C; ++j) {
+        gr[j] = static_cast<float>((e[j] / sum - (j == y[r] ? 1.0 : 0.0)) * inv_batch);
+      }
     }
   }
 
@@ -237,6 +255,7 @@ public:
   }
 
 private:
+  std::vector<double> m_exps; // softmax_xent's exponentials of one row
   template <class F> void for_each_task(int n, F&& f) {
     if (m_pool) {
       m_pool->parallel_for(n, f);
