@@ -132,22 +132,6 @@ private:
       if (all || late) {
         m_out.stopped.assign(stopped.begin(), stopped.end());
         m_out.deadline = !all;
-        if (!all) {
-          for (long rank = 0; rank < m_world; ++rank) {
-            if (!stopped.count(rank)) {
-              const std::string log = rank == 0 ? m_files.file(RunFile::capture_steps)
-                                                : m_files.rank(static_cast<int>(rank)).file(RunFile::capture_steps);
-              long step = -1;
-              try {
-                const std::string line = last_line(log);
-                step = line.empty() ? -1 : line_step(line);
-              } catch (const Error&) {
-              }
-              m_out.missing += fmt::format("{}rank {} ({})", m_out.missing.empty() ? "" : ", ", rank,
-                                           step > 0 ? fmt::format("after step {}", step) : "before its first step");
-            }
-          }
-        }
         for (long pid : pids) {
           if (pid > 1) {
             ::kill(static_cast<pid_t>(pid), SIGKILL);

@@ -31,6 +31,31 @@ bool saw_torch(const RunDir& run) {
 
 } // namespace
 
+ProcessResult run_resumed(const ExecPlan& plan, RunInProgress& r, const RunDir& killed, const RunDir& resumed,
+                          const ReplaySpec& replay, bool saves) {
+  ProcessPlan rp;
+  rp.number = 2;
+  rp.append_output = true;
+  rp.extra_args = plan.opt.resume_args;
+  if (saves) {
+    rp.env["REPRUN_RESUME_SAVES"] = killed.file(RunFile::events);
+  }
+  const ProcessResult pr = run_program(plan, r, rp, resumed, replay);
+  stop_if_interrupted(plan, r, pr);
+  return pr;
+}
+
+void refuse_failed(const ExecPlan& plan, const RunInProgress& r, const ProcessResult& pr, const std::string& who,
+                   const std::string& flag) {
+  if (pr.exit_code == 0) {
+    return;
+  }
+  if (plan.opt.on_failure) {
+    plan.opt.on_failure(failure_block(who, pr, r.run));
+  }
+  throw Error(flag, fmt::format("{} failed ({}); its output is in {}", who, pr.describe(), r.run.file(RunFile::stderr_log)));
+}
+
 // A process that read another run's checkpoint: refused before anything else is said of the run.
 void refuse_shared(const std::vector<RunEvents>& before, int i, std::vector<ProcessEvents> processes) {
   if (before.empty()) {
@@ -180,26 +205,11 @@ ResumeRun exec_resumed_run(const ExecPlan& plan, int i, const std::string& dir, 
 
   // 2: the same command in a fresh process, which resumes through the program's own code.
   const RunDir resumed = r.run.process(2);
-  ProcessPlan rp;
-  rp.number = 2;
-  rp.append_output = true;
-  rp.extra_args = plan.opt.resume_args;
-  if (out.captured) {
-    rp.env["REPRUN_RESUME_SAVES"] = killed.file(RunFile::events);
-  }
-  const ProcessResult pr2 = run_program(plan, r, rp, resumed, replay);
-  stop_if_interrupted(plan, r, pr2);
+  const ProcessResult pr2 = run_resumed(plan, r, killed, resumed, replay, out.captured);
   const StepLogFacts log2 = collect_step_log(plan, resumed, resumed.file(RunFile::steps));
   const ProcessEvents ev2 = read_events(resumed.file(RunFile::events));
   refuse_shared(before, i, {ev1, ev2});
-  if (pr2.exit_code != 0) {
-    const std::string who = fmt::format("the resumed process of {}", run_label);
-    if (plan.opt.on_failure) {
-      plan.opt.on_failure(failure_block(who, pr2, r.run));
-    }
-    throw Error(flag, fmt::format("{} failed ({}); its output is in {}", who, pr2.describe(),
-                                  r.run.file(RunFile::stderr_log)));
-  }
+  refuse_failed(plan, r, pr2, fmt::format("the resumed process of {}", run_label), flag);
   if (!log2.error.empty()) {
     throw Error(log2.error);
   }

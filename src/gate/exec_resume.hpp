@@ -41,7 +41,13 @@ ResumeRun exec_resumed_job(const ExecPlan& plan, int i, const std::string& dir, 
                            const std::vector<RunEvents>& before, std::vector<std::string>& failures,
                            bool& any_step_log, const ReplaySpec& replay);
 
-// Helpers both share (exec_resume.cpp).
+// Helpers both share (exec_resume.cpp). The resumed process (or job): the same command again, its
+// output appended, --resume-arg added, REPRUN_RESUME_SAVES set when the killed one's saves are
+// known (`saves`); a failed one is refused (exit 2) naming `who`.
+ProcessResult run_resumed(const ExecPlan& plan, RunInProgress& r, const RunDir& killed, const RunDir& resumed,
+                          const ReplaySpec& replay, bool saves);
+void refuse_failed(const ExecPlan& plan, const RunInProgress& r, const ProcessResult& pr, const std::string& who,
+                   const std::string& flag);
 void refuse_shared(const std::vector<RunEvents>& before, int i, std::vector<ProcessEvents> processes);
 std::string loads_phrase(const ProcessEvents& resumed);
 StepLogFacts stitch(const RunDir& run, const RunDir& killed, const RunDir& resumed, long k, const std::string& source);

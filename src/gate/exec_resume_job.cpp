@@ -84,7 +84,8 @@ ResumeRun exec_resumed_job(const ExecPlan& plan, int i, const std::string& dir, 
     throw Error(flag, fmt::format("{}: {} did not stop within {} of the first rank that stopped after step {} (a "
                                   "rank waiting in a collective that a stopped rank never enters?); every process of "
                                   "the job was killed; give more time with --resume-deadline",
-                                  run_label, stop.missing, duration_text(plan.opt.resume_deadline), kill_at));
+                                  run_label, ranks_with_steps(killed, ranks_not_in(world, stop.stopped)),
+                                  duration_text(plan.opt.resume_deadline), kill_at));
   }
   if (static_cast<int>(stop.stopped.size()) < world) {
     if (pr1.exit_code != 0 && pr1.signal != SIGKILL) {
@@ -117,23 +118,10 @@ ResumeRun exec_resumed_job(const ExecPlan& plan, int i, const std::string& dir, 
 
   // 2: the same command again: each rank resumes through the program's own code.
   const RunDir resumed = r.run.process(2);
-  ProcessPlan rp;
-  rp.number = 2;
-  rp.append_output = true;
-  rp.extra_args = plan.opt.resume_args;
-  rp.env["REPRUN_RESUME_SAVES"] = killed.file(RunFile::events);
-  const ProcessResult pr2 = run_program(plan, r, rp, resumed, replay);
-  stop_if_interrupted(plan, r, pr2);
+  const ProcessResult pr2 = run_resumed(plan, r, killed, resumed, replay, true);
   const ProcessEvents ev2 = read_events(resumed.file(RunFile::events));
   refuse_shared(before, i, {ev1, ev2});
-  if (pr2.exit_code != 0) {
-    const std::string who = fmt::format("the resumed job of {}", run_label);
-    if (plan.opt.on_failure) {
-      plan.opt.on_failure(failure_block(who, pr2, r.run));
-    }
-    throw Error(flag, fmt::format("{} failed ({}); its output is in {}", who, pr2.describe(),
-                                  r.run.file(RunFile::stderr_log)));
-  }
+  refuse_failed(plan, r, pr2, fmt::format("the resumed job of {}", run_label), flag);
   const StepLogFacts log2 = collect_step_log(plan, resumed, resumed.file(RunFile::steps));
   if (!log2.error.empty()) {
     throw Error(log2.error);

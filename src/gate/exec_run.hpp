@@ -86,7 +86,6 @@ struct ProcessPlan {
 struct JobStop {
   std::vector<long> stopped;         // the ranks that stopped, ascending
   bool deadline = false;             // killed at the deadline, before every rank stopped
-  std::string missing;               // then: "rank 1 (after step 3)", the ranks that did not stop
 };
 
 // The step log a process leaves: the program's own (validated), or one built from its stdout with
