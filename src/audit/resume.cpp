@@ -120,9 +120,6 @@ bool ResumeAudit::state_not_restored() const {
   return std::any_of(rows.begin(), rows.end(), [](const BoundaryRow& r) { return r.is_state(); });
 }
 
-namespace {
-
-// "rank 1", "ranks 0 and 1", "ranks 0, 1 and 3".
 std::string ranks_phrase(const std::vector<long>& ranks) {
   std::string s = ranks.size() == 1 ? "rank " : "ranks ";
   for (size_t i = 0; i < ranks.size(); ++i) {
@@ -130,6 +127,8 @@ std::string ranks_phrase(const std::vector<long>& ranks) {
   }
   return s;
 }
+
+namespace {
 
 // The rows not restored, one per state name and verdict in table order, each with the ranks it is not
 // restored on that way (empty for one process).

@@ -125,11 +125,7 @@ std::string rank_columns_text(const ResumeAudit& a) {
         ranks.push_back(q.rank);
       }
     }
-    std::string on = ranks.size() == 1 ? "rank " : "ranks ";
-    for (size_t k = 0; k < ranks.size(); ++k) {
-      on += (k == 0 ? "" : k + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[k]);
-    }
-    o += fmt::format("    {} {} on {}{}\n      {}; fix: {}\n", r.name, r.verdict_words(), on,
+    o += fmt::format("    {} {} on {}{}\n      {}; fix: {}\n", r.name, r.verdict_words(), ranks_phrase(ranks),
                      r.detail.empty() ? "" : ": " + r.detail, r.consequence, r.fix);
   }
   return o;

@@ -117,6 +117,9 @@ const CheckpointEvent* last_checkpoint_by(const ProcessEvents& run1, long n);
 // after step k, at the boundary after it) against the resumed process's at its boundary.
 void fill_boundary_table(ResumeAudit& audit, const ProcessEvents& run1, const ProcessEvents& resumed);
 
+// "rank 1", "ranks 0 and 1", "ranks 0, 1 and 3".
+std::string ranks_phrase(const std::vector<long>& ranks);
+
 // The boundary table of a data-parallel job, rank by rank: each rank's run-1 events against its
 // resumed process's (`per_rank[r]`); a rank whose state equals rank 0's where its own differs is said
 // to hold rank 0's state.
