@@ -73,7 +73,7 @@ void put_escaped(Line* l, const char* s, size_t n) {
 }
 
 void put_head(Line* l, int64_t pid, char event, const char* a_text, int64_t a, int64_t b,
-              const struct stat* st) {
+              const struct stat* st, const char* where, size_t where_len) {
   put_i64(l, pid);
   put_tab(l);
   put_bytes(l, &event, 1);
@@ -96,6 +96,12 @@ void put_head(Line* l, int64_t pid, char event, const char* a_text, int64_t a, i
     put_u64(l, st->st_ino);
   } else {
     put_bytes(l, "0\t0\t0:0", 7);
+  }
+  put_tab(l);
+  if (where_len > 0) {
+    put_escaped(l, where, where_len);
+  } else {
+    put_bytes(l, "-", 1);
   }
   put_tab(l);
 }

@@ -23,10 +23,11 @@ void put_bytes(Line* l, const char* s, size_t n);
 void put_i64(Line* l, int64_t v);
 /* A path's bytes, escaped (\\ \t \n \xHH; bytes >= 0x80 as they are). */
 void put_escaped(Line* l, const char* s, size_t n);
-/* pid, event, a (a_text when not NULL, else the number a), b, then size, mtime_ns and dev:ino of st
- * (0, 0, 0:0 when st is NULL), each followed by a tab: all but the path. */
+/* pid, event, a (a_text when not NULL, else the number a), b, size, mtime_ns and dev:ino of st
+ * (0, 0, 0:0 when st is NULL), then where (escaped; "-" when where_len is 0), each followed by a
+ * tab: all but the path. */
 void put_head(Line* l, int64_t pid, char event, const char* a_text, int64_t a, int64_t b,
-              const struct stat* st);
+              const struct stat* st, const char* where, size_t where_len);
 /* Ends the record (the cut mark when it was cut, then the newline); returns its length. */
 size_t line_finish(Line* l);
 /* v in decimal into out (at least 20 bytes), not terminated; returns the length. */

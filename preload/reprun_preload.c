@@ -7,11 +7,12 @@
  * statically linked programs escape it; an X record says when a child will not be recorded. It
  * never changes what the program sees: arguments, results, errno and environments pass untouched.
  * Files: this one (the session, the log, the hooks), line.c (a record's formatting), exec_target.c
- * (an exec's program: PATH search, static check, the child's environment).
+ * (an exec's program: PATH search, static check, the child's environment), py_audit.c (a Python
+ * process's audit hook in C: the program's line of each open).
  *
- * The log, format reprun.files/1 (the oldest readable; the version lives here and in
- * docs/ARCHITECTURE.md, not in the file): one record per line, eight fields split by tabs.
- *   line  := pid TAB event TAB a TAB b TAB size TAB mtime_ns TAB dev ":" ino TAB path LF
+ * The log, format reprun.files/2 (the oldest readable; the version lives here and in
+ * docs/ARCHITECTURE.md, not in the file): one record per line, nine fields split by tabs.
+ *   line  := pid TAB event TAB a TAB b TAB size TAB mtime_ns TAB dev ":" ino TAB where TAB path LF
  *   event  a                        b              what
  *   S      ppid                     0              a program image started (every process the
  *                                                  library is loaded into; a child of fork() too,
@@ -22,9 +23,10 @@
  *   X      ok | cleared | static    0              execve, execv, execvp, execvpe, execl, execlp,
  *                                                  execle, posix_spawn, posix_spawnp (before the call)
  *   e.g. (tabs shown as spaces)
- *          4711 S 4700 0 1265648 1745016454000000000 65024:247101 /usr/bin/bash
- *          4711 O 1073742401 3 0 1795648802891856258 65024:10971053 /work/run/out.txt
- *          4711 X ok 0 118456 1663687647000000000 65024:248060 /usr/bin/sort
+ *          4711 S 4700 0 1265648 1745016454000000000 65024:247101 - /usr/bin/bash
+ *          4711 O 1073742401 3 0 1795648802891856258 65024:10971053 - /work/run/out.txt
+ *          4711 X ok 0 118456 1663687647000000000 65024:248060 - /usr/bin/sort
+ *          4712 O 524288 3 3072 1795648802891856258 65024:10971060 train.py:31 /work/data/a.npy
  * - O's flags are those the program passed (fopen: those its mode means: r 0,
  *   w O_WRONLY|O_CREAT|O_TRUNC, a O_WRONLY|O_CREAT|O_APPEND, + O_RDWR, x O_EXCL, e O_CLOEXEC), with
  *   0x40000000 added when the call created the file (O_CREAT, the file was not there just before,
@@ -36,6 +38,10 @@
  * - size, mtime_ns (st_mtim in nanoseconds), dev:ino (st_dev and st_ino, decimal): fstat of what was
  *   opened (S: of /proc/self/exe; X: of the program); 0, 0, 0:0 when the call failed or the file
  *   was not found.
+ * - where: "-", or, on an O record of a Python process whose capture armed the audit hook in C
+ *   (py_audit.c), the program's line that opened it ("file:line", the file relative to the
+ *   directory the capture started in when under it) or "import" (the import system: a module's
+ *   source or .pyc). Escaped as path is.
  * - path: absolute, a relative path joined with the current directory or with dirfd's directory,
  *   symlinks and ".." left as they are; S: /proc/self/exe resolved; X: after the PATH search of
  *   execvp, execvpe, execlp and posix_spawnp (not found in PATH: the name as given). A path that
@@ -75,6 +81,7 @@
 
 #include "exec_target.h"
 #include "line.h"
+#include "py_audit.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -267,7 +274,7 @@ static void record_start(void) {
   exe[n > 0 ? n : 0] = '\0';
   struct stat st;
   int have = stat("/proc/self/exe", &st) == 0;
-  put_head(&l, getpid(), 'S', NULL, getppid(), 0, have ? &st : NULL);
+  put_head(&l, getpid(), 'S', NULL, getppid(), 0, have ? &st : NULL, NULL, 0);
   put_escaped(&l, exe, strlen(exe));
   emit(&l);
 }
@@ -281,9 +288,12 @@ static void record_open(char event, int dirfd, const char* path, int64_t a, int6
   if (have && is_log(&st)) {
     return;
   }
+  char where[1024];
+  size_t where_len = event == 'O' ? py_audit_take(path, where, sizeof where) : 0;
   Line l;
   line_init(&l);
-  put_head(&l, getpid(), event, NULL, a, result < 0 ? -(int64_t)error : result, have ? &st : NULL);
+  put_head(&l, getpid(), event, NULL, a, result < 0 ? -(int64_t)error : result, have ? &st : NULL,
+           where, where_len);
   put_path(&l, dirfd, path);
   emit(&l);
 }
@@ -390,7 +400,7 @@ static void record_exec(const char* file, int search, char* const envp[]) {
   int have = !not_found && stat(exe, &st) == 0;
   Line l;
   line_init(&l);
-  put_head(&l, getpid(), 'X', reason, 0, 0, have ? &st : NULL);
+  put_head(&l, getpid(), 'X', reason, 0, 0, have ? &st : NULL, NULL, 0);
   if (not_found) {
     put_escaped(&l, file, strlen(file)); /* the name as given */
   } else {
@@ -477,6 +487,7 @@ __attribute__((constructor)) static void on_load(void) {
   atomic_store_explicit(&g_state, state, memory_order_release);
   if (state == k_recording) {
     record_start();
+    py_audit_install();
   }
   errno = saved;
 }

@@ -8,15 +8,22 @@ writes its own lines beside its parent's:
 
 EVENT is open (MODE as open() got it, WHERE the program's file:line), listdir (os.listdir,
 os.scandir), prefix (a folder of the interpreter's own: its standard library and site-packages,
-written at start) or module (at exit, the source file of each module the process imported). The
-preload library records every process's opens, Python's or not; this adds the program's line.
-Nothing here ever raises into the program: a failure to record stops recording, silently.
+written at start), start (a process forked from one armed: its opens are recorded too) or module
+(at exit, the source file of each module the process imported). The preload library records every
+process's opens, Python's or not; this adds the program's line. Where the preload library is loaded
+it also hands the line of each open to its own record of it, with an audit hook in C
+(preload/py_audit.c): cheaper than a Python call and a second write at every open. arm() asks for it
+with the audit event "reprun.files.arm"; when it answers, this hook leaves opens to it and records
+only listings. Nothing here ever raises into the program: a failure to record stops recording,
+silently.
 """
 
 import os
 import sys
 
 _EVENTS = frozenset(("open", "os.listdir", "os.scandir", "os.chdir"))
+_NATIVE_EVENTS = frozenset(("os.listdir", "os.scandir", "os.chdir"))  # opens: the hook in C
+_events = _EVENTS
 # fd: the log; head: "PID\t" of this process (renewed in a forked child); dir: the current directory
 # for relative paths, None once the program changes it (the event comes before the change: it is read
 # again at the next open); cwd: the directory at start with a separator, cut from the program's file
@@ -64,7 +71,7 @@ def _where(frame):
 
 
 def _hook(event, args):
-    if event not in _EVENTS or _state["busy"]:
+    if event not in _events or _state["busy"]:
         return
     _state["busy"] = True
     try:
@@ -136,6 +143,10 @@ def _at_exit():
 
 def _forked():
     _state["head"] = "%d\t" % os.getpid()
+    try:
+        _write("start", "-", "-", "-")
+    except Exception:
+        _state["fd"] = None
 
 
 def arm(log_path):
@@ -167,6 +178,11 @@ def arm(log_path):
     _state["skip"] = tuple(sorted(p + os.sep for p in prefixes))
     _state["stdlib"] = (stdlib + os.sep,)
     _state["cwd"] = os.getcwd() + os.sep
+    # The preload library's hook in C, when it is loaded here, sets _state["native"] on this event.
+    global _events
+    sys.audit("reprun.files.arm", _state["skip"], _state["cwd"], _state)
+    if _state.get("native"):
+        _events = _NATIVE_EVENTS
     os.register_at_fork(after_in_child=_forked)
     atexit.register(_at_exit)
     sys.addaudithook(_hook)

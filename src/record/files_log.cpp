@@ -42,9 +42,16 @@ std::string normal_path(std::string p) {
   if (p.empty() || p[0] != '/') {
     return p;
   }
-  const bool plain = p.find("//") == std::string::npos && p.find("/./") == std::string::npos &&
-                     p.find("/../") == std::string::npos && !p.ends_with("/.") && !p.ends_with("/..") &&
-                     (p.size() == 1 || p.back() != '/');
+  // Plain (the usual path): no "//", no "." or ".." component, no '/' at the end. One pass.
+  bool plain = p.size() == 1 || p.back() != '/';
+  for (size_t at = p.find('/', 1); plain && at != std::string::npos; at = p.find('/', at + 1)) {
+    const char next = at + 1 < p.size() ? p[at + 1] : '\0';
+    plain = next != '/' && !(next == '.' && (at + 2 == p.size() || p[at + 2] == '/' ||
+                                             (p[at + 2] == '.' && (at + 3 == p.size() || p[at + 3] == '/'))));
+  }
+  if (plain && (p.starts_with("//") || p == "/." || p.starts_with("/./") || p == "/.." || p.starts_with("/../"))) {
+    plain = false;
+  }
   if (plain) {
     return p;
   }
@@ -74,8 +81,8 @@ std::string normal_path(std::string p) {
 }
 
 bool parse_event(std::string_view line, FileEvent& e) {
-  std::string_view f[8];
-  if (split_tabs(line, f, 8) != 8 || f[1].size() != 1 || !number(f[0], e.pid)) {
+  std::string_view f[9];
+  if (split_tabs(line, f, 9) != 9 || f[1].size() != 1 || !number(f[0], e.pid)) {
     return false;
   }
   e.event = f[1][0];
@@ -89,7 +96,10 @@ bool parse_event(std::string_view line, FileEvent& e) {
       !number(f[6].substr(0, colon), e.dev) || !number(f[6].substr(colon + 1), e.ino)) {
     return false;
   }
-  e.path = normal_path(unescape_log_path(f[7]));
+  if (f[7] != "-") {
+    e.where = unescape_log_path(f[7]);
+  }
+  e.path = normal_path(unescape_log_path(f[8]));
   return e.event == 'S' || e.event == 'O' || e.event == 'D' || e.event == 'X';
 }
 
@@ -102,7 +112,7 @@ bool parse_py(std::string_view line, PyFileEvent& e) {
   e.mode = std::string(f[2]);
   e.where = std::string(f[3]);
   e.path = normal_path(unescape_log_path(f[4]));
-  return e.event == "open" || e.event == "listdir" || e.event == "module" || e.event == "prefix";
+  return e.event == "open" || e.event == "listdir" || e.event == "module" || e.event == "prefix" || e.event == "start";
 }
 
 // Complete lines of `path` (a partial last line, cut by a kill, is not one).
@@ -131,6 +141,9 @@ template <class F> void each_line(const std::string& path, F&& f) {
 } // namespace
 
 std::string unescape_log_path(std::string_view s) {
+  if (s.find('\\') == std::string_view::npos) {
+    return std::string(s); // nothing escaped (the usual path)
+  }
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {

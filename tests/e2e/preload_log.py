@@ -1,4 +1,4 @@
-"""A strict reader of the preload library's log (reprun.files/1, preload/reprun_preload.c), for the
+"""A strict reader of the preload library's log (reprun.files/2, preload/reprun_preload.c), for the
 e2e tests test_preload_*.sh: every line must parse, or the test fails naming the line.
 Not reprun's reader (that is C++); this one only checks the format and answers the tests' questions.
 """
@@ -26,6 +26,7 @@ class Record:
     ino: int
     path: bytes   # unescaped
     cut: bool     # the path ended with the mark "\c"
+    where: bytes  # O of a Python process: the program's b"file:line" or b"import"; else b""
 
 
 def unescape(raw, where):
@@ -70,9 +71,9 @@ def parse(path):
     for n, line in enumerate(data.split(b"\n")[:-1], 1):
         where = f"{path}:{n}"
         f = line.split(b"\t")
-        if len(f) != 8:
-            raise ValueError(f"{where}: {len(f)} fields, not 8: {line[:300]!r}")
-        pid, ev, a, b, size, mtime, devino, p = f
+        if len(f) != 9:
+            raise ValueError(f"{where}: {len(f)} fields, not 9: {line[:300]!r}")
+        pid, ev, a, b, size, mtime, devino, line_of, p = f
         if not UINT.fullmatch(pid) or int(pid) <= 0:
             raise ValueError(f"{where}: pid {pid!r}")
         if ev not in (b"S", b"O", b"D", b"X"):
@@ -93,9 +94,14 @@ def parse(path):
             raise ValueError(f"{where}: dev:ino {devino!r}")
         if ev in (b"S", b"X") and int(b) != 0 or ev == b"D" and int(b) > 0:
             raise ValueError(f"{where}: b {b!r} for {ev!r}")
+        if line_of != b"-" and ev != b"O":
+            raise ValueError(f"{where}: a program line {line_of!r} on {ev!r}")
+        line_bytes, line_cut = unescape(line_of, where) if line_of != b"-" else (b"", False)
+        if line_cut or (line_bytes != b"import" and line_bytes and not re.fullmatch(rb".+:[0-9]+", line_bytes)):
+            raise ValueError(f"{where}: program line {line_of!r}")
         path_bytes, cut = unescape(p, where)
         records.append(Record(n, int(pid), ev.decode(), a, int(b), int(size), int(mtime),
-                              int(m.group(1)), int(m.group(2)), path_bytes, cut))
+                              int(m.group(1)), int(m.group(2)), path_bytes, cut, line_bytes))
     return records
 
 

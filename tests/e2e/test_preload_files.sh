@@ -119,6 +119,54 @@ check(listed and listed[0].b >= 0 and same_file(listed[0], "sub"), "os.listdir('
 check([r for r in R if r.path == TP + b"/." and r.ev in "DO"], "os.scandir('.')", R)
 PY
 
+# With the capture's audit hook armed (reprun's sitecustomize, as exec runs a program), the library's
+# hook in C puts the program's line on each O record of Python's opens: open() of a str, bytes and
+# pathlib path, os.open, from a thread, through the standard library (the caller's line), in a
+# forked child; "import" on the modules the import system reads; no line on an open Python did
+# not announce (a subprocess). The audit hook's own log then holds no open lines, its listings yes.
+mkdir pkg && echo "VALUE = 3" >pkg/mod.py && printf '[s]\nk = v\n' >conf.ini
+cat >lines.py <<'PY'
+import configparser, os, pathlib, subprocess, threading
+open("data.txt").read()
+open(b"sub/rel.txt", "rb").read()
+open(pathlib.Path("conf.ini")).read()
+os.close(os.open("data.txt", os.O_RDONLY))
+t = threading.Thread(target=lambda: open("sub/rel.txt").read())
+t.start(); t.join()
+configparser.ConfigParser().read("conf.ini")
+import pkg.mod
+if os.fork() == 0:
+    open("data.txt").read()
+    os._exit(0)
+os.wait()
+subprocess.run(["cat", "conf.ini"], stdout=subprocess.DEVNULL)
+print(sorted(os.listdir("sub")))
+PY
+export T
+PYDIR="$(cd "$(dirname "$REPRUN")" && pwd -P)/python"
+[[ -f $PYDIR/sitecustomize.py ]] || fail "no sitecustomize.py in $PYDIR"
+with pylines env PYTHONPATH="$PYDIR" REPRUN_PY_FILES_LOG="$T/pylines.py.log" PYTHONDONTWRITEBYTECODE=1 "$PY" lines.py
+plain pylines env PYTHONPATH="$PYDIR" PYTHONDONTWRITEBYTECODE=1 "$PY" lines.py
+same_output pylines
+pycheck "$T/pylines.log" <<'PY'
+def lines_of(name, pid=None):
+    return [r.where for r in R if r.ev == "O" and r.path == TP + b"/" + name and (pid is None or r.pid == pid)]
+main = [r for r in R if r.ev == "S"][0].pid
+check(lines_of(b"data.txt", main) == [b"lines.py:2", b"lines.py:5"], "open() and os.open of data.txt: their lines", R)
+check(lines_of(b"sub/rel.txt") == [b"lines.py:3", b"lines.py:6"], "a bytes path, and a thread's open: their lines", R)
+check(lines_of(b"conf.ini", main) == [b"lines.py:4", b"lines.py:8"], "a pathlib path; configparser's open: the caller's line", R)
+check(lines_of(b"pkg/mod.py") == [b"import"], "the module's source: the import system's", R)
+child = [r for r in R if r.ev == "O" and r.path == TP + b"/data.txt" and r.pid != main]
+check(len(child) == 1 and child[0].where == b"lines.py:11", "the forked child's open: its line", R)
+cat = [r for r in R if r.ev == "O" and r.path == TP + b"/conf.ini" and r.pid not in (main, child[0].pid)]
+check(len(cat) == 1 and cat[0].where == b"", "cat's open (no Python): no line", R)
+check(all(r.where == b"" for r in R if r.ev != "O"), "lines only on O records", R)
+py_log = open(os.environ["T"] + "/pylines.py.log").read().splitlines()
+check(not [l for l in py_log if l.split("\t")[1] == "open"], "the audit hook left the opens to the library: " + repr(py_log[:5]))
+check([l for l in py_log if l.split("\t")[1] == "listdir" and l.endswith("/sub")], "the listing is the audit hook's: " + repr(py_log))
+check([l for l in py_log if l.split("\t")[1] == "start"], "the forked child said it started: " + repr(py_log))
+PY
+
 # A Python process with three threads opening files forks 20 times; each child opens a file and
 # ends with os._exit: each has its S record (parent: the Python process) and its O record.
 cat >forks.py <<'PY'

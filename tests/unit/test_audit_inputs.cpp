@@ -8,6 +8,7 @@
 #include "reprun/record/files_log.hpp"
 #include "testing.hpp"
 
+#include <map>
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -160,10 +161,10 @@ TEST_CASE("Inputs: a record line is the JSON nlohmann's dump() writes, whatever 
 
 TEST_CASE("Inputs: both file logs name a file alike, '.', '..' and doubled '/' resolved by the path's text") {
   testing::TempDir t;
-  std::ofstream(t / "files.log") << "7\tO\t0\t3\t1\t0\t1:2\t/w/./data/../data//x.csv\n"
-                                    "7\tO\t0\t3\t1\t0\t1:2\t/w/data/x.csv/.\n"
-                                    "7\tO\t0\t3\t1\t0\t1:2\t/..\n"
-                                    "7\tO\t0\t3\t1\t0\t1:2\trelative/./y\n";
+  std::ofstream(t / "files.log") << "7\tO\t0\t3\t1\t0\t1:2\t-\t/w/./data/../data//x.csv\n"
+                                    "7\tO\t0\t3\t1\t0\t1:2\tt.py:3\t/w/data/x.csv/.\n"
+                                    "7\tO\t0\t3\t1\t0\t1:2\timport\t/..\n"
+                                    "7\tO\t0\t3\t1\t0\t1:2\ta\\tb.py:4\trelative/./y\n";
   std::ofstream(t / "py-files.log") << "7\topen\tr\tt.py:1\t/w/data/./x.csv\n";
   const FilesLog log = read_files_log(t / "files.log", t / "py-files.log");
   REQUIRE(log.events.size() == 4);
@@ -171,6 +172,48 @@ TEST_CASE("Inputs: both file logs name a file alike, '.', '..' and doubled '/' r
   CHECK(log.events[1].path == "/w/data/x.csv");
   CHECK(log.events[2].path == "/");
   CHECK(log.events[3].path == "relative/./y"); // its directory was unknown: as given
+  // The program's line that the hook in C handed to the record, unescaped; "-" is none.
+  CHECK(log.events[0].where.empty());
+  CHECK(log.events[1].where == "t.py:3");
+  CHECK(log.events[2].where == "import");
+  CHECK(log.events[3].where == "a\tb.py:4");
   REQUIRE(log.py.size() == 1);
   CHECK(log.py[0].path == "/w/data/x.csv");
+}
+
+TEST_CASE("Inputs: the program's line on a preload record names the opener; an import makes a module code") {
+  testing::TempDir t;
+  std::ofstream(t.path() + "/table.csv") << "1,2\n";
+  std::ofstream(t.path() + "/helper.py") << "X = 1\n";
+  std::ofstream(t.path() + "/notes.py") << "# read as text\n";
+  FilesLog log;
+  auto ev = [](char e, const std::string& p, const std::string& where) {
+    FileEvent f;
+    f.pid = 7;
+    f.event = e;
+    f.b = 3;
+    f.path = p;
+    f.where = where;
+    return f;
+  };
+  log.events.push_back(ev('S', "/usr/bin/python3.11", ""));
+  log.events.push_back(ev('O', t.path() + "/table.csv", ""));         // first opened by a C library
+  log.events.push_back(ev('O', t.path() + "/table.csv", "train.py:4")); // then by the program's line
+  log.events.push_back(ev('O', t.path() + "/helper.py", "import"));
+  log.events.push_back(ev('O', t.path() + "/notes.py", "train.py:9"));
+  InputsOptions opt;
+  opt.cwd = t.path();
+  const InputsRecord r = record_inputs(log, opt, [](long, const std::string&) {});
+  std::map<std::string, const InputFile*> by_path;
+  for (const auto& f : r.files) {
+    by_path[f.path] = &f;
+  }
+  REQUIRE(by_path.count("table.csv"));
+  CHECK(by_path["table.csv"]->cls == "data");
+  CHECK(by_path["table.csv"]->opened_by == "python3.11 (train.py:4)");
+  REQUIRE(by_path.count("helper.py"));
+  CHECK(by_path["helper.py"]->cls == "code");
+  CHECK(by_path["helper.py"]->opened_by == "python3.11"); // the import system: no program line
+  REQUIRE(by_path.count("notes.py"));
+  CHECK(by_path["notes.py"]->opened_by == "python3.11 (train.py:9)");
 }

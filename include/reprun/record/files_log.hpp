@@ -1,20 +1,24 @@
 // The raw logs of what a program run by `reprun exec` opened, written as it runs (format
-// "reprun.files/1"; docs/run-format.md, "files.log"):
+// "reprun.files/2"; docs/run-format.md, "files.log"):
 //   files.log     by libreprun_preload.so in every process of the program, one line per event, each
 //                 written with one write() to a file opened O_APPEND, tab-separated:
-//                   PID EVENT A B SIZE MTIME_NS DEV:INO PATH
+//                   PID EVENT A B SIZE MTIME_NS DEV:INO WHERE PATH
 //                 EVENT S (a process started: A its parent's pid, PATH its executable), O (an open of
 //                 the open family or fopen: A the open flags, with 0x40000000 when O_CREAT made the
 //                 file; B the fd or -errno), D (a directory listed: B 0 or -errno), X (an exec or
 //                 posix_spawn: A ok | cleared | static, whether the child is recorded); SIZE, MTIME_NS
-//                 and DEV:INO from fstat at the open; PATH absolute, with \\ \t \n \xHH escapes.
+//                 and DEV:INO from fstat at the open; WHERE "-", or on an O record of a Python
+//                 process the program's file:line that opened it, or "import" (the import system);
+//                 PATH absolute, WHERE and PATH with \\ \t \n \xHH escapes.
 //   py-files.log  by the capture's audit hook in each Python process, the same way:
 //                   PID EVENT MODE WHERE PATH
-//                 EVENT open (MODE as open() got it, WHERE the program's file:line), listdir, module
-//                 (a module the process imported, its source file: .pyc mapped to .py), prefix (a
-//                 folder of the interpreter's own: its standard library, site-packages).
+//                 EVENT open (MODE as open() got it, WHERE the program's file:line; only where the
+//                 preload library's hook in C did not take the opens), listdir, module (a module the
+//                 process imported, its source file: .pyc mapped to .py), prefix (a folder of the
+//                 interpreter's own: its standard library, site-packages), start (a forked process).
 // Why two logs: the preload library sees every process (shell tools, compiled trainers, workers)
-// but no Python line; the audit hook sees the line but only Python processes. Lines that do not
+// but Python's lines only through its hook in C; the audit hook sees only Python processes, and
+// records their listings with the line, and their opens where the preload library is not loaded. Lines that do not
 // parse (a process killed while writing) are skipped and counted. The reader is the one place
 // that knows these formats; what the files are is meta/inputs.hpp's.
 #pragma once
@@ -34,6 +38,7 @@ struct FileEvent {
   std::string reason;      // X: ok | cleared | static
   uint64_t size = 0, dev = 0, ino = 0;
   int64_t mtime_ns = 0;
+  std::string where;       // O of a Python process: "train.py:12", "import" (the import system); else ""
   std::string path;        // unescaped bytes
 };
 
@@ -41,7 +46,7 @@ inline constexpr long long k_open_created = 0x40000000;
 
 struct PyFileEvent {
   long pid = 0;
-  std::string event;       // open | listdir | module | prefix
+  std::string event;       // open | listdir | module | prefix | start
   std::string mode;        // open: "r", "rb", "w", ...
   std::string where;       // open, listdir: "train.py:12"
   std::string path;

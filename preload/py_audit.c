@@ -1,0 +1,268 @@
+/* The audit hook in C that gives a Python process's opens their program line: see py_audit.h. */
+#define _GNU_SOURCE
+#include "py_audit.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Python's C API, found in the global scope (no Python header: the library builds without one and
+ * loads into any interpreter from 3.9, whose stable functions these are). */
+typedef void PyObject;
+typedef long Py_ssize_t;
+typedef int (*AuditHook)(const char* event, PyObject* args, void* data);
+
+static struct {
+  int (*add_audit_hook)(AuditHook, void*);
+  PyObject* (*eval_get_frame)(void);                   /* borrowed */
+  PyObject* (*frame_get_back)(PyObject*);              /* new */
+  PyObject* (*frame_get_code)(PyObject*);              /* new */
+  int (*frame_get_line_number)(PyObject*);
+  PyObject* (*object_get_attr_string)(PyObject*, const char*); /* new */
+  const char* (*unicode_as_utf8_and_size)(PyObject*, Py_ssize_t*);
+  int (*unicode_fs_converter)(PyObject*, void*);       /* str, bytes, os.PathLike -> bytes (new) */
+  int (*bytes_as_string_and_size)(PyObject*, char**, Py_ssize_t*);
+  Py_ssize_t (*tuple_size)(PyObject*);
+  PyObject* (*tuple_get_item)(PyObject*, Py_ssize_t); /* borrowed */
+  int (*dict_set_item_string)(PyObject*, const char*, PyObject*);
+  void (*err_clear)(void);
+  void (*dec_ref)(PyObject*);
+  PyObject* true_object;
+} py;
+
+enum {
+  k_where_max = 1024,  /* a longer "file:line" is not handed on */
+  k_prefix_bytes = 16384,
+  k_prefix_max = 128,
+};
+
+/* Set once, at the arm event (under the interpreter's lock), then only read. */
+static int g_armed;
+static char g_prefix_text[k_prefix_bytes];
+static const char* g_prefix[k_prefix_max];
+static size_t g_prefix_len[k_prefix_max];
+static size_t g_prefixes;
+static char g_cwd[PATH_MAX];
+static size_t g_cwd_len;
+
+/* The open this thread's Python announced last, until the next open takes it. Initial-exec TLS: no
+ * allocation on first access (the library is preloaded). */
+typedef struct Pending {
+  uint64_t digest; /* of the path's bytes */
+  size_t len;      /* of the path; 0: nothing announced */
+  size_t where_len;
+  char where[k_where_max];
+} Pending;
+static __thread Pending t_pending __attribute__((tls_model("initial-exec")));
+static __thread int t_busy __attribute__((tls_model("initial-exec")));
+
+static uint64_t digest(const char* s, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+  for (size_t i = 0; i < n; ++i) {
+    h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+  }
+  return h;
+}
+
+static int starts_with(const char* s, size_t n, const char* p, size_t pn) {
+  return n >= pn && memcmp(s, p, pn) == 0;
+}
+
+static int under_prefix(const char* s, size_t n) {
+  for (size_t i = 0; i < g_prefixes; ++i) {
+    if (starts_with(s, n, g_prefix[i], g_prefix_len[i])) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* A str's UTF-8 bytes (borrowed from it), or NULL with no error left set. */
+static const char* utf8(PyObject* s, size_t* n) {
+  Py_ssize_t len = 0;
+  const char* p = s != NULL ? py.unicode_as_utf8_and_size(s, &len) : NULL;
+  if (p == NULL) {
+    py.err_clear();
+    return NULL;
+  }
+  *n = (size_t)len;
+  return p;
+}
+
+/* (prefixes, cwd, state): files.py's folders, its directory, and where to say the hook is here. */
+static void arm(PyObject* args) {
+  if (g_armed || py.tuple_size(args) != 3) {
+    py.err_clear();
+    return;
+  }
+  PyObject* prefixes = py.tuple_get_item(args, 0);
+  Py_ssize_t count = prefixes != NULL ? py.tuple_size(prefixes) : -1;
+  size_t used = 0, n = 0;
+  const char* cwd = utf8(py.tuple_get_item(args, 1), &n);
+  if (count < 0 || cwd == NULL || n >= sizeof g_cwd) {
+    py.err_clear();
+    return;
+  }
+  memcpy(g_cwd, cwd, n);
+  g_cwd_len = n;
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    const char* p = utf8(py.tuple_get_item(prefixes, i), &n);
+    if (p == NULL || g_prefixes == k_prefix_max || used + n > sizeof g_prefix_text) {
+      return; /* not armed: files.py's own hook keeps the opens */
+    }
+    memcpy(g_prefix_text + used, p, n);
+    g_prefix[g_prefixes] = g_prefix_text + used;
+    g_prefix_len[g_prefixes++] = n;
+    used += n;
+  }
+  if (py.dict_set_item_string(py.tuple_get_item(args, 2), "native", py.true_object) != 0) {
+    py.err_clear();
+    return;
+  }
+  g_armed = 1;
+}
+
+/* "file:line" of the program's frame into p->where, "import" for the import system's, or nothing. */
+static void find_where(Pending* p) {
+  PyObject* frame = py.eval_get_frame();
+  int owned = 0, first = 1;
+  while (frame != NULL) {
+    PyObject* code = py.frame_get_code(frame);
+    PyObject* name = code != NULL ? py.object_get_attr_string(code, "co_filename") : NULL;
+    size_t n = 0;
+    const char* s = utf8(name, &n);
+    int done = 0;
+    if (s != NULL && first && starts_with(s, n, "<frozen importlib", 17)) {
+      memcpy(p->where, "import", 6);
+      p->where_len = 6;
+      done = 1;
+    } else if (s != NULL && n > 0 && s[0] != '<' && !under_prefix(s, n)) {
+      if (g_cwd_len > 0 && starts_with(s, n, g_cwd, g_cwd_len)) {
+        s += g_cwd_len;
+        n -= g_cwd_len;
+      }
+      char digits[24];
+      int line = py.frame_get_line_number(frame);
+      size_t dn = 0;
+      unsigned v = line > 0 ? (unsigned)line : 0u;
+      do {
+        digits[sizeof digits - 1 - dn++] = (char)('0' + v % 10);
+        v /= 10;
+      } while (v != 0);
+      if (n + 1 + dn <= sizeof p->where) {
+        memcpy(p->where, s, n);
+        p->where[n] = ':';
+        memcpy(p->where + n + 1, digits + sizeof digits - dn, dn);
+        p->where_len = n + 1 + dn;
+      }
+      done = 1;
+    }
+    if (name != NULL) {
+      py.dec_ref(name);
+    }
+    if (code != NULL) {
+      py.dec_ref(code);
+    } else {
+      py.err_clear();
+    }
+    if (done) {
+      break;
+    }
+    PyObject* back = py.frame_get_back(frame);
+    if (owned) {
+      py.dec_ref(frame);
+    }
+    frame = back;
+    owned = 1;
+    first = 0;
+  }
+  if (owned && frame != NULL) {
+    py.dec_ref(frame);
+  }
+}
+
+static void announce_open(PyObject* args) {
+  Pending* p = &t_pending;
+  p->len = 0;
+  PyObject* path = py.tuple_size(args) >= 1 ? py.tuple_get_item(args, 0) : NULL;
+  PyObject* bytes = NULL;
+  char* s = NULL;
+  Py_ssize_t n = 0;
+  /* An fd (an int) or anything else that names no path: nothing to hand on. */
+  if (path == NULL || py.unicode_fs_converter(path, &bytes) == 0 || bytes == NULL ||
+      py.bytes_as_string_and_size(bytes, &s, &n) != 0 || n <= 0) {
+    py.err_clear();
+    if (bytes != NULL) {
+      py.dec_ref(bytes);
+    }
+    return;
+  }
+  p->where_len = 0;
+  find_where(p);
+  if (p->where_len > 0) {
+    p->digest = digest(s, (size_t)n);
+    p->len = (size_t)n;
+  }
+  py.dec_ref(bytes);
+}
+
+static int hook(const char* event, PyObject* args, void* data) {
+  (void)data;
+  if (event[0] == 'o' && strcmp(event, "open") == 0) {
+    if (g_armed && !t_busy) {
+      t_busy = 1; /* a path's __fspath__ may open files: those go unannounced */
+      announce_open(args);
+      t_busy = 0;
+    }
+  } else if (event[0] == 'r' && strcmp(event, "reprun.files.arm") == 0) {
+    arm(args);
+  }
+  return 0;
+}
+
+size_t py_audit_take(const char* path, char* out, size_t cap) {
+  Pending* p = &t_pending;
+  if (p->len == 0) {
+    return 0;
+  }
+  size_t len = p->len;
+  p->len = 0;
+  size_t n = strlen(path);
+  if (n != len || digest(path, n) != p->digest || p->where_len > cap) {
+    return 0;
+  }
+  memcpy(out, p->where, p->where_len);
+  return p->where_len;
+}
+
+#define FIND(field, name)                               \
+  do {                                                  \
+    *(void**)&py.field = dlsym(RTLD_DEFAULT, name);     \
+    if (py.field == NULL) {                             \
+      return;                                           \
+    }                                                   \
+  } while (0)
+
+void py_audit_install(void) {
+  py.add_audit_hook = NULL;
+  if (dlsym(RTLD_DEFAULT, "PySys_AddAuditHook") == NULL) {
+    return; /* not a Python process (the usual case): nothing else is looked up */
+  }
+  FIND(eval_get_frame, "PyEval_GetFrame");
+  FIND(frame_get_back, "PyFrame_GetBack");
+  FIND(frame_get_code, "PyFrame_GetCode");
+  FIND(frame_get_line_number, "PyFrame_GetLineNumber");
+  FIND(object_get_attr_string, "PyObject_GetAttrString");
+  FIND(unicode_as_utf8_and_size, "PyUnicode_AsUTF8AndSize");
+  FIND(unicode_fs_converter, "PyUnicode_FSConverter");
+  FIND(bytes_as_string_and_size, "PyBytes_AsStringAndSize");
+  FIND(tuple_size, "PyTuple_Size");
+  FIND(tuple_get_item, "PyTuple_GetItem");
+  FIND(dict_set_item_string, "PyDict_SetItemString");
+  FIND(err_clear, "PyErr_Clear");
+  FIND(dec_ref, "Py_DecRef");
+  FIND(true_object, "_Py_TrueStruct");
+  FIND(add_audit_hook, "PySys_AddAuditHook");
+  py.add_audit_hook(hook, NULL);
+}
