@@ -300,7 +300,11 @@ def bench_inputs(work, results):
         for i in range(1024):
             chunk[:8] = i.to_bytes(8, "little")
             f.write(chunk)
-    env = dict(PEER_ENV, XDG_CACHE_HOME=os.path.join(work, "inputs-cache"), OMP_WAIT_POLICY="PASSIVE")
+    # OPENBLAS_NUM_THREADS=1: the programs do no BLAS, but numpy (under torch) starts OpenBLAS's
+    # threads, which spin in sched_yield for a while (0.1 to 0.3 s of CPU, varying from run to run):
+    # noise on both sides of a pair, and a larger denominator than the program's own work.
+    env = dict(PEER_ENV, XDG_CACHE_HOME=os.path.join(work, "inputs-cache"), OMP_WAIT_POLICY="PASSIVE",
+               OPENBLAS_NUM_THREADS="1")
     program = os.path.join(ROOT, "bench", "inputs_program.py")
     cases = (("loader", [PY, program, "loader", "data"], ("data/", 10_000)),
              ("stream", [PY, program, "stream", "big"], ("big/big.bin", 1)))

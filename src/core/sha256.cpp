@@ -2,7 +2,10 @@
 #include "reprun/core/error.hpp"
 #include "reprun/core/hash.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <fcntl.h>
 #include <openssl/crypto.h>
@@ -30,12 +33,27 @@ void Sha256::update(const void* data, size_t size) {
 }
 
 void Sha256::update_field(std::string_view tag, std::string_view value) {
-  update(tag);
-  update("\0", 1);
-  std::string len = std::to_string(value.size());
-  update(len);
-  update(":", 1);
-  update(value);
+  // tag NUL length ':' value, in one update when it is short (a listing hashes one field per name,
+  // and each update of OpenSSL's costs more than its bytes).
+  char digits[24];
+  const size_t dn = static_cast<size_t>(std::to_chars(digits, digits + sizeof digits, value.size()).ptr - digits);
+  std::array<char, 256> buf;
+  const size_t head = tag.size() + 1 + dn + 1;
+  if (head + value.size() > buf.size()) {
+    update(tag);
+    update("\0", 1);
+    update(digits, dn);
+    update(":", 1);
+    update(value);
+    return;
+  }
+  // std::copy, not memcpy: an empty view's data() may be null.
+  auto out = std::copy(tag.begin(), tag.end(), buf.begin());
+  *out++ = '\0';
+  out = std::copy(digits, digits + dn, out);
+  *out++ = ':';
+  out = std::copy(value.begin(), value.end(), out);
+  update(buf.data(), static_cast<size_t>(out - buf.begin()));
 }
 
 std::string Sha256::hex_digest() {

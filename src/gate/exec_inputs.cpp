@@ -132,7 +132,7 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, std::optional<L
   }
   std::string lines;
   for (const auto& f : r.files) {
-    lines += input_line(f);
+    append_input_line(lines, f);
     if (f.written) {
       plan.written->insert(fs::path(f.path).is_absolute() ? f.path : (fs::path(opt.cwd) / f.path).string());
     }

@@ -5,6 +5,7 @@
 #include "reprun/core/hash.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <ctime>
 #include <filesystem>
@@ -82,9 +83,27 @@ std::string folder_file(const std::string& dir, const std::string& folder) {
   return dir + "/inputs-v1/folder-" + hex64(xxh3_64(folder.data(), folder.size()));
 }
 
+// "DEV INO SIZE MTIME_NS CTIME_NS" into `buf`, as a view of it (a lookup per file read: no allocation).
+std::string_view folder_key(const struct stat& st, std::array<char, 112>& buf) {
+  char* p = buf.data();
+  char* const end = buf.data() + buf.size();
+  auto put = [&](auto v, bool space) {
+    p = std::to_chars(p, end, v).ptr;
+    if (space) {
+      *p++ = ' ';
+    }
+  };
+  put(static_cast<uint64_t>(st.st_dev), true);
+  put(static_cast<uint64_t>(st.st_ino), true);
+  put(static_cast<uint64_t>(st.st_size), true);
+  put(ns(st.st_mtim), true);
+  put(ns(st.st_ctim), false);
+  return {buf.data(), static_cast<size_t>(p - buf.data())};
+}
+
 std::string folder_key(const struct stat& st) {
-  return fmt::format("{} {} {} {} {}", static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
-                     static_cast<uint64_t>(st.st_size), ns(st.st_mtim), ns(st.st_ctim));
+  std::array<char, 112> buf{};
+  return std::string(folder_key(st, buf));
 }
 
 // The (dev, ino) a key starts with.
@@ -112,7 +131,21 @@ template <class T> bool number(std::string_view s, T& out) {
 }
 
 bool hex_digits(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  static constexpr auto k_hex = [] {
+    std::array<bool, 256> t{};
+    for (int c = '0'; c <= '9'; ++c) {
+      t[static_cast<size_t>(c)] = true;
+    }
+    for (int c = 'a'; c <= 'f'; ++c) {
+      t[static_cast<size_t>(c)] = true;
+    }
+    return t;
+  }();
+  bool ok = true;
+  for (const char c : s) { // no early exit: a loop the compiler can run wide
+    ok &= k_hex[static_cast<unsigned char>(c)];
+  }
+  return ok;
 }
 
 std::string joined(const std::vector<std::string>& v) {
@@ -221,12 +254,13 @@ void FolderCache::load(const std::vector<std::string>& folders) {
   }
 }
 
-bool FolderCache::lookup(const std::string& folder, const struct stat& st, ContentSummary& out) {
+bool FolderCache::lookup(std::string_view folder, const struct stat& st, ContentSummary& out) {
   const auto f = m_folders.find(folder);
   if (f == m_folders.end()) {
     return false;
   }
-  const auto e = f->second.entries.find(folder_key(st));
+  std::array<char, 112> key{};
+  const auto e = f->second.entries.find(folder_key(st, key));
   if (e == f->second.entries.end() || !decode(e->second.line, static_cast<uint64_t>(st.st_size), out)) {
     return false;
   }

@@ -10,8 +10,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstring>
+#include <deque>
+#include <dirent.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
@@ -24,6 +27,7 @@
 #include <thread>
 #include <unistd.h>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace reprun {
 
@@ -64,12 +68,9 @@ std::string json_name(const std::string& s) {
   return out;
 }
 
-bool ends_with(const std::string& s, const char* suffix) {
-  const size_t n = std::char_traits<char>::length(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
+bool ends_with(std::string_view s, std::string_view suffix) { return s.ends_with(suffix); }
 
-bool is_code_name(const std::string& p) {
+bool is_code_name(std::string_view p) {
   return std::any_of(std::begin(k_code_ext), std::end(k_code_ext), [&](const char* e) { return ends_with(p, e); });
 }
 
@@ -94,7 +95,7 @@ bool hidden_component(std::string_view p) {
   return false;
 }
 
-bool system_path(const std::string& p) {
+bool system_path(std::string_view p) {
   static const char* k_system[] = {"/proc", "/sys", "/dev", "/etc", "/run", "/usr", "/lib", "/lib32", "/lib64", "/bin",
                                    "/sbin", "/var", "/tmp", "/snap", "/boot", "/opt/conda"};
   return std::any_of(std::begin(k_system), std::end(k_system), [&](const char* d) { return path_under(p, d); });
@@ -106,11 +107,11 @@ bool system_probe(const std::string& exe) {
   return system_path(exe) && (name == "ldconfig" || name == "ldconfig.real");
 }
 
-std::string relative_to(const std::string& p, const std::string& cwd) {
+// `p` made relative to `cwd` when under it, in place.
+void make_relative(std::string& p, const std::string& cwd) {
   if (!cwd.empty() && path_under(p, cwd) && p.size() > cwd.size()) {
-    return p.substr(cwd.back() == '/' ? cwd.size() : cwd.size() + 1);
+    p.erase(0, cwd.back() == '/' ? cwd.size() : cwd.size() + 1);
   }
-  return p;
 }
 
 // Reads `path` once: its SHA-256 and its blocks.
@@ -209,6 +210,49 @@ bool same_state(const struct stat& a, const struct stat& b) {
          a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
 }
 
+// The folder `path` is in ("/" for "/x").
+std::string_view parent_of(std::string_view path) { return path.substr(0, std::max<size_t>(1, path.rfind('/'))); }
+
+// A listed folder's names now (less those `made_by_run`, given the entry's path, when `check`),
+// sorted, and their digest: its listing_sha256 and size.
+template <class F> void list_folder(InputFile& f, bool check, F&& made_by_run) {
+  DIR* dir = ::opendir(f.path.c_str());
+  if (dir == nullptr) {
+    f.note = std::string("cannot list it now: ") + std::strerror(errno);
+  } else {
+    std::string entry = f.path;
+    if (entry.empty() || entry.back() != '/') {
+      entry += '/';
+    }
+    const size_t base = entry.size();
+    errno = 0;
+    while (const dirent* d = ::readdir(dir)) {
+      const std::string_view name(d->d_name);
+      if (name != "." && name != "..") {
+        if (check) {
+          entry.resize(base);
+          entry.append(name);
+        }
+        if (!check || !made_by_run(entry)) {
+          f.names.emplace_back(name);
+        }
+      }
+      errno = 0;
+    }
+    if (errno != 0) {
+      f.note = std::string("cannot list it now: ") + std::strerror(errno);
+    }
+    ::closedir(dir);
+  }
+  std::sort(f.names.begin(), f.names.end());
+  Sha256 sha;
+  for (const auto& name : f.names) {
+    sha.update_field("name", name);
+  }
+  f.listing_sha256 = sha.hex_digest();
+  f.size = f.names.size();
+}
+
 struct Seen {
   InputFile f;
   long first = 0;          // the index of its first event
@@ -257,8 +301,12 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
                            const std::function<void(long index, const std::string& text)>& keep_code) {
   InputsRecord r;
   r.skipped_lines = log.skipped;
-  std::map<long, std::string> exe_of; // pid -> its executable's name
-  std::unordered_map<std::string, Seen> seen; // by absolute path
+  std::unordered_map<long, std::string> exe_of; // pid -> its executable's name
+  // By absolute path: views of the log's paths (`log` outlives the map), or of `sources` (a module's
+  // source for its .pyc). A file's strings are made once, not at each of its events.
+  std::unordered_map<std::string_view, Seen> seen;
+  seen.reserve(log.events.size() + log.py.size());
+  std::deque<std::string> sources;
   long n = 0;
   std::vector<std::string> prefixes;
   for (const auto& e : log.py) {
@@ -266,28 +314,29 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       prefixes.push_back(e.path);
     }
   }
+  // `by` opened it: a process's executable, with the program's line `where` when one is known.
   auto note_open = [&](const std::string& raw, bool folder, bool reads, bool writes, bool ok, bool created,
-                       const FileEvent* fe, const std::string& by) {
-    std::string path = raw;
-    if (!folder) {
-      if (const std::string src = source_of_pyc(raw); !src.empty()) {
-        path = src; // a module read from its .pyc: its source is the code
+                       const FileEvent* fe, std::string_view by, std::string_view where) {
+    std::string_view path = raw;
+    if (!folder && ends_with(raw, ".pyc")) {
+      if (std::string src = source_of_pyc(raw); !src.empty()) {
+        path = sources.emplace_back(std::move(src)); // a module read from its .pyc: its source is the code
       }
     }
+    auto opened_by = [&] { return where.empty() ? std::string(by) : fmt::format("{} ({})", by, where); };
     auto [it, added] = seen.try_emplace(path);
     Seen& s = it->second;
     if (added) {
       s.first = n;
-      s.f.path = path;
       s.f.folder = folder;
       s.first_writes = writes && !reads;
-      s.f.opened_by = by;
+      s.f.opened_by = opened_by();
       if (fe) {
         s.f.size = fe->size;
         s.f.mtime_ns = fe->mtime_ns;
       }
-    } else if (s.f.opened_by.find('(') == std::string::npos && by.find('(') != std::string::npos) {
-      s.f.opened_by = by; // the Python line that opened it says more than the process's name
+    } else if (!where.empty() && s.f.opened_by.find('(') == std::string::npos) {
+      s.f.opened_by = opened_by(); // the Python line that opened it says more than the process's name
     }
     s.f.read = s.f.read || reads;
     s.f.written = s.f.written || writes;
@@ -307,6 +356,14 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     python_pids.insert(e.pid);
   }
   std::map<std::string, bool> python_listed; // a Python process's listings: whether each succeeded
+  auto exe = [&, pid = -1L, name = std::string()](long p, const char* none) mutable -> const std::string& {
+    if (p != pid) {
+      const auto it = exe_of.find(p);
+      pid = p;
+      name = it != exe_of.end() ? it->second : none[0] != '\0' ? std::string(none) : "pid " + std::to_string(p);
+    }
+    return name;
+  };
   for (const auto& e : log.events) {
     if ((e.event == 'D' || (e.event == 'O' && (e.a & O_DIRECTORY) != 0)) && python_pids.count(e.pid)) {
       python_listed[e.path] = python_listed[e.path] || e.b >= 0;
@@ -315,6 +372,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     if (e.event == 'S') {
       ++r.processes;
       exe_of[e.pid] = fs::path(e.path).filename().string();
+      exe(-1, ""); // forget the last pid's name: it may be this one's
     } else if (e.event == 'X') {
       if (e.reason != "ok") {
         (system_probe(e.path) ? r.probes : r.unrecorded).push_back({e.path, e.reason});
@@ -325,10 +383,15 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       const bool reads = dir || acc == O_RDONLY || acc == O_RDWR;
       const bool writes = !dir && (acc == O_WRONLY || acc == O_RDWR);
       const bool created = (e.a & k_open_created) != 0;
-      note_open(e.path, dir, reads, writes || created, e.b >= 0, created, &e,
-                exe_of.count(e.pid) ? exe_of[e.pid] : "pid " + std::to_string(e.pid));
+      // A Python process's open, with the line the preload library's hook in C handed it, or the
+      // import system's (a module's source or .pyc).
+      const bool imported = e.where == "import";
+      Seen* s = note_open(e.path, dir, reads, writes || created, e.b >= 0, created, &e, exe(e.pid, ""),
+                          imported ? std::string_view() : std::string_view(e.where));
+      s->module = s->module || imported;
     }
   }
+  exe(-1, "");
   for (const auto& e : log.py) {
     if (e.event == "open" || e.event == "listdir") {
       const bool writes = e.mode.find_first_of("wax+") != std::string::npos;
@@ -337,16 +400,24 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       // says (without it, as when LD_PRELOAD could not carry it, the open is taken as made).
       const auto listed = python_listed.find(e.path);
       const bool ok = e.event == "listdir" && listed != python_listed.end() ? listed->second : !preloaded;
-      note_open(e.path, e.event == "listdir", reads, writes, ok, false, nullptr,
-                (exe_of.count(e.pid) ? exe_of[e.pid] : std::string("python")) + " (" + e.where + ")");
+      note_open(e.path, e.event == "listdir", reads, writes, ok, false, nullptr, exe(e.pid, "python"), e.where);
     } else if (e.event == "module") {
-      note_open(e.path, false, true, false, true, false, nullptr, "import")->module = true;
+      note_open(e.path, false, true, false, true, false, nullptr, "import", "")->module = true;
     }
   }
+  for (auto& [path, s] : seen) {
+    s.f.path = path;
+  }
   // Classify.
-  auto under_any = [](const std::string& p, const std::vector<std::string>& dirs) {
+  auto under_any = [](std::string_view p, const std::vector<std::string>& dirs) {
     return std::any_of(dirs.begin(), dirs.end(), [&](const std::string& d) { return path_under(p, d); });
   };
+  std::unordered_set<std::string_view> made_in; // the folders of the files the run made
+  for (const auto& [path, s] : seen) {
+    if (s.created) {
+      made_in.insert(parent_of(path));
+    }
+  }
   std::vector<Seen*> to_hash;
   for (auto& [path, s] : seen) {
     InputFile& f = s.f;
@@ -358,7 +429,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
                             !interpreter && !(hidden_component(std::string_view(path).substr(std::min(path.size(), opt.cwd.size()))) && !named);
     if (own || interpreter || path_under(path, "/dev") || path_under(path, "/proc") || path_under(path, "/sys")) {
       f.cls = "other"; // reprun's own files, the interpreter's, devices and the kernel's (/dev/null written)
-    } else if ((s.first_writes && !s.module) || opt.written_earlier.count(path)) {
+    } else if ((s.first_writes && !s.module) || opt.written_earlier.count(s.f.path)) {
       f.cls = "written";
     } else if (!data_place && !(s.module && !system_path(path) && !hidden_component(path))) {
       f.cls = "other";
@@ -374,27 +445,22 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       to_hash.push_back(&s);
     }
     if (f.folder && f.cls == "data") {
-      std::error_code ec;
-      for (const auto& d : fs::directory_iterator(path, ec)) {
+      // Only a folder that holds a file the run made or one of reprun's folders has entries to leave
+      // out: the others' are not looked up one by one.
+      const bool check = made_in.count(path) > 0 ||
+                         std::any_of(opt.own_dirs.begin(), opt.own_dirs.end(), [&](const std::string& d) {
+                           std::string_view dir = d; // "-o out/" names the folder "out"
+                           while (dir.size() > 1 && dir.back() == '/') {
+                             dir.remove_suffix(1);
+                           }
+                           return parent_of(dir) == path;
+                         });
+      list_folder(f, check, [&](const std::string& entry) {
         // Listed after the run: what the run made there (its outputs, reprun's work folder) was not
         // what it listed.
-        const std::string entry = d.path().string();
         const auto w = seen.find(entry);
-        if (under_any(entry, opt.own_dirs) || (w != seen.end() && w->second.created)) {
-          continue;
-        }
-        f.names.push_back(d.path().filename().string());
-      }
-      if (ec) {
-        f.note = "cannot list it now: " + ec.message();
-      }
-      std::sort(f.names.begin(), f.names.end());
-      Sha256 sha;
-      for (const auto& name : f.names) {
-        sha.update_field("name", name);
-      }
-      f.listing_sha256 = sha.hex_digest();
-      f.size = f.names.size();
+        return under_any(entry, opt.own_dirs) || (w != seen.end() && w->second.created);
+      });
     }
   }
   // Fingerprint what counts, in parallel; a file is read once.
@@ -420,13 +486,12 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   // Files whose state is unchanged since an earlier record: their summary from the content cache
   // (content_cache.hpp), in the hash cache's folder; the large by inode, the small by folder.
   const std::string& cache_dir = opt.cache_dir;
-  auto folder_of = [](const std::string& path) { return path.substr(0, std::max<size_t>(1, path.rfind('/'))); };
   FolderCache folders(cache_dir);
   {
     std::set<std::string> names;
     for (const Seen* s : to_hash) {
       if (!s->f.stat_only) {
-        names.insert(folder_of(s->f.path));
+        names.emplace(parent_of(s->f.path));
       }
     }
     folders.load(std::vector<std::string>(names.begin(), names.end()));
@@ -452,7 +517,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       return;
     }
     const bool small = static_cast<uint64_t>(st.st_size) < k_content_cache_min;
-    const std::string folder = small ? folder_of(f.path) : std::string();
+    const std::string_view folder = small ? parent_of(f.path) : std::string_view();
     if (small ? folders.lookup(folder, st, f.content) : content_cache_lookup(cache_dir, st, f.content)) {
       f.hashed = true;
       done += f.size;
@@ -464,7 +529,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       struct stat after {};
       if (::stat(f.path.c_str(), &after) == 0 && same_state(st, after)) { // unchanged while it was read
         if (small) {
-          folders.store(folder, st, f.content);
+          folders.store(std::string(folder), st, f.content);
         } else {
           content_cache_store(cache_dir, st, f.content);
         }
@@ -479,29 +544,32 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   if (progress.joinable()) {
     progress.join();
   }
-  std::vector<Seen*> order; // by absolute path
-  order.reserve(seen.size());
+  // Code: keep its text, for a diff to show the changed lines (numbered in the order of the paths).
+  std::vector<Seen*> code;
   for (auto& [path, s] : seen) {
-    order.push_back(&s);
-  }
-  std::sort(order.begin(), order.end(), [](const Seen* a, const Seen* b) { return a->f.path < b->f.path; });
-  // Code: keep its text, for a diff to show the changed lines.
-  long code_index = 0;
-  for (Seen* s : order) {
-    if (s->f.cls == "code" && s->f.hashed && s->f.content.size <= opt.code_cap && keep_code) {
-      try {
-        keep_code(code_index, read_file(s->f.path));
-        s->f.code_copy = code_index++;
-      } catch (const Error&) {
-      }
+    if (s.f.cls == "code" && s.f.hashed && s.f.content.size <= opt.code_cap && keep_code) {
+      code.push_back(&s);
     }
   }
-  for (Seen* s : order) {
-    s->f.path = relative_to(s->f.path, opt.cwd);
+  std::sort(code.begin(), code.end(), [](const Seen* a, const Seen* b) { return a->f.path < b->f.path; });
+  long code_index = 0;
+  for (Seen* s : code) {
+    try {
+      keep_code(code_index, read_file(s->f.path));
+      s->f.code_copy = code_index++;
+    } catch (const Error&) {
+    }
   }
-  std::sort(order.begin(), order.end(), [](const Seen* a, const Seen* b) { return a->f.path < b->f.path; });
+  // By path, relative to the working directory when under it.
+  std::vector<std::pair<std::string_view, Seen*>> order;
+  order.reserve(seen.size());
+  for (auto& [path, s] : seen) {
+    make_relative(s.f.path, opt.cwd);
+    order.emplace_back(s.f.path, &s);
+  }
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   r.files.reserve(order.size());
-  for (Seen* s : order) {
+  for (auto& [path, s] : order) {
     r.files.push_back(std::move(s->f));
   }
   return r;
@@ -540,15 +608,37 @@ void append_json_string(std::string& out, std::string_view v) {
   out += '"';
 }
 
+template <class T> void append_number(std::string& out, T v) {
+  char buf[24];
+  out.append(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf));
+}
+
+void append_bool(std::string& out, bool v) { out += v ? "true" : "false"; }
+
+// A file name as json_name writes it, as a JSON string.
+void append_json_name(std::string& out, const std::string& s) {
+  if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+    append_json_string(out, s); // ASCII: no copy
+  } else {
+    append_json_string(out, json_name(s));
+  }
+}
+
 // content_json's object, written straight: inputs.jsonl holds one per file read (10,000 and more).
 void append_content(std::string& out, const ContentSummary& c) {
   auto it = std::back_inserter(out);
-  fmt::format_to(it, "{{\"size\":{},\"sha256\":", c.size);
+  out += "{\"size\":";
+  append_number(out, c.size);
+  out += ",\"sha256\":";
   append_json_string(out, c.sha256);
   if (c.text) {
-    fmt::format_to(it, ",\"lines\":{},\"block_lines\":{}", c.lines, c.block_lines);
+    out += ",\"lines\":";
+    append_number(out, c.lines);
+    out += ",\"block_lines\":";
+    append_number(out, c.block_lines);
   } else {
-    fmt::format_to(it, ",\"block_bytes\":{}", c.block_bytes);
+    out += ",\"block_bytes\":";
+    append_number(out, c.block_bytes);
   }
   out += ",\"blocks\":[";
   for (size_t i = 0; i < c.blocks.size(); ++i) {
@@ -595,20 +685,26 @@ ContentSummary content_from_json(const ojson& c) {
   return s;
 }
 
-std::string input_line(const InputFile& f) {
-  std::string out;
-  out.reserve(f.hashed ? 320 : 200);
-  auto it = std::back_inserter(out);
+void append_input_line(std::string& out, const InputFile& f) {
   out += "{\"path\":";
-  append_json_string(out, json_name(f.path));
+  append_json_name(out, f.path);
   out += ",\"class\":";
   append_json_string(out, f.cls);
   if (f.folder) {
     out += ",\"folder\":true";
   }
-  fmt::format_to(it, ",\"read\":{},\"written\":{},\"existed\":{},\"opened_by\":", f.read, f.written, f.existed);
-  append_json_string(out, json_name(f.opened_by));
-  fmt::format_to(it, ",\"size\":{},\"mtime_ns\":{}", f.size, f.mtime_ns);
+  out += ",\"read\":";
+  append_bool(out, f.read);
+  out += ",\"written\":";
+  append_bool(out, f.written);
+  out += ",\"existed\":";
+  append_bool(out, f.existed);
+  out += ",\"opened_by\":";
+  append_json_name(out, f.opened_by);
+  out += ",\"size\":";
+  append_number(out, f.size);
+  out += ",\"mtime_ns\":";
+  append_number(out, f.mtime_ns);
   if (f.changed_while_running) {
     out += ",\"changed_while_running\":true";
   }
@@ -627,18 +723,25 @@ std::string input_line(const InputFile& f) {
       if (i > 0) {
         out += ',';
       }
-      append_json_string(out, json_name(f.names[i]));
+      append_json_name(out, f.names[i]);
     }
     out += ']';
   }
   if (f.code_copy >= 0) {
-    fmt::format_to(it, ",\"code_copy\":{}", f.code_copy);
+    out += ",\"code_copy\":";
+    append_number(out, f.code_copy);
   }
   if (!f.note.empty()) {
     out += ",\"note\":";
-    append_json_string(out, json_name(f.note));
+    append_json_name(out, f.note);
   }
   out += "}\n";
+}
+
+std::string input_line(const InputFile& f) {
+  std::string out;
+  out.reserve(f.hashed ? 320 : 200);
+  append_input_line(out, f);
   return out;
 }
 
@@ -697,7 +800,7 @@ ojson inputs_manifest(const InputsRecord& r) {
   for (const auto& u : r.probes) {
     probes.push_back({{"path", json_name(u.path)}, {"reason", u.reason}});
   }
-  ojson m = {{"recorded", "reprun.files/1"},
+  ojson m = {{"recorded", "reprun.files/2"},
              {"counts",
               {{"data", counts[0]}, {"data_folders", data_folders}, {"code", counts[1]}, {"other", counts[2]},
                {"written", counts[3]}}},

@@ -62,7 +62,7 @@ public:
   // Reads the entries of these folders (absolute paths); call once, before lookups.
   void load(const std::vector<std::string>& folders);
   // The summary of a file of `folder` in exactly the state `st`, or false.
-  bool lookup(const std::string& folder, const struct stat& st, ContentSummary& out);
+  bool lookup(std::string_view folder, const struct stat& st, ContentSummary& out);
   // Keeps it for flush(), unless the file changed in the last seconds.
   void store(const std::string& folder, const struct stat& st, const ContentSummary& c);
   // Rewrites the files of the folders that got new entries. Failures are ignored.
@@ -84,7 +84,7 @@ private:
     std::vector<std::pair<std::string, std::string>> added;    // key, summary
   };
   std::string m_dir;
-  std::map<std::string, Folder> m_folders;
+  std::map<std::string, Folder, std::less<>> m_folders;
   mutable std::mutex m_mutex;
 };
 

@@ -105,6 +105,7 @@ ContentSummary summarize_content(const std::string& path);
 // inputs.jsonl line per file; and back.
 nlohmann::ordered_json inputs_manifest(const InputsRecord& r);
 std::string input_line(const InputFile& f);
+void append_input_line(std::string& out, const InputFile& f); // input_line(f), appended to out
 InputFile input_from_json(const nlohmann::ordered_json& j);
 // A summary as inputs.jsonl's "content" object, and back.
 nlohmann::ordered_json content_json(const ContentSummary& c);
