@@ -19,7 +19,8 @@ static struct {
   PyObject* (*frame_get_back)(PyObject*);              /* new */
   PyObject* (*frame_get_code)(PyObject*);              /* new */
   int (*frame_get_line_number)(PyObject*);
-  PyObject* (*object_get_attr_string)(PyObject*, const char*); /* new */
+  PyObject* (*object_get_attr)(PyObject*, PyObject*);  /* new */
+  PyObject* (*unicode_intern_from_string)(const char*); /* new */
   const char* (*unicode_as_utf8_and_size)(PyObject*, Py_ssize_t*);
   int (*unicode_fs_converter)(PyObject*, void*);       /* str, bytes, os.PathLike -> bytes (new) */
   int (*bytes_as_string_and_size)(PyObject*, char**, Py_ssize_t*);
@@ -45,6 +46,7 @@ static size_t g_prefix_len[k_prefix_max];
 static size_t g_prefixes;
 static char g_cwd[PATH_MAX];
 static size_t g_cwd_len;
+static PyObject* g_co_filename; /* the attribute's name, interned once */
 
 /* The open this thread's Python announced last, until the next open takes it. Initial-exec TLS: no
  * allocation on first access (the library is preloaded). */
@@ -116,7 +118,8 @@ static void arm(PyObject* args) {
     g_prefix_len[g_prefixes++] = n;
     used += n;
   }
-  if (py.dict_set_item_string(py.tuple_get_item(args, 2), "native", py.true_object) != 0) {
+  g_co_filename = py.unicode_intern_from_string("co_filename");
+  if (g_co_filename == NULL || py.dict_set_item_string(py.tuple_get_item(args, 2), "native", py.true_object) != 0) {
     py.err_clear();
     return;
   }
@@ -129,7 +132,7 @@ static void find_where(Pending* p) {
   int owned = 0, first = 1;
   while (frame != NULL) {
     PyObject* code = py.frame_get_code(frame);
-    PyObject* name = code != NULL ? py.object_get_attr_string(code, "co_filename") : NULL;
+    PyObject* name = code != NULL ? py.object_get_attr(code, g_co_filename) : NULL;
     size_t n = 0;
     const char* s = utf8(name, &n);
     int done = 0;
@@ -187,12 +190,34 @@ static void announce_open(PyObject* args) {
   p->len = 0;
   PyObject* path = py.tuple_size(args) >= 1 ? py.tuple_get_item(args, 0) : NULL;
   PyObject* bytes = NULL;
-  char* s = NULL;
+  const char* s = NULL;
   Py_ssize_t n = 0;
-  /* An fd (an int) or anything else that names no path: nothing to hand on. */
-  if (path == NULL || py.unicode_fs_converter(path, &bytes) == 0 || bytes == NULL ||
-      py.bytes_as_string_and_size(bytes, &s, &n) != 0 || n <= 0) {
+  if (path == NULL) {
     py.err_clear();
+    return;
+  }
+  /* A str of ASCII (the usual path): its UTF-8, cached in it, is what libc gets. Else the
+   * interpreter's own conversion (the file system encoding, surrogate escapes, os.PathLike,
+   * bytes); an fd (an int) or anything else that names no path hands nothing on. */
+  s = py.unicode_as_utf8_and_size(path, &n);
+  int ascii = s != NULL;
+  for (Py_ssize_t i = 0; ascii && i < n; ++i) {
+    ascii = (unsigned char)s[i] < 0x80;
+  }
+  if (!ascii) {
+    py.err_clear();
+    char* b = NULL;
+    if (py.unicode_fs_converter(path, &bytes) == 0 || bytes == NULL ||
+        py.bytes_as_string_and_size(bytes, &b, &n) != 0) {
+      py.err_clear();
+      if (bytes != NULL) {
+        py.dec_ref(bytes);
+      }
+      return;
+    }
+    s = b;
+  }
+  if (n <= 0) {
     if (bytes != NULL) {
       py.dec_ref(bytes);
     }
@@ -204,7 +229,9 @@ static void announce_open(PyObject* args) {
     p->digest = digest(s, (size_t)n);
     p->len = (size_t)n;
   }
-  py.dec_ref(bytes);
+  if (bytes != NULL) {
+    py.dec_ref(bytes);
+  }
 }
 
 static int hook(const char* event, PyObject* args, void* data) {
@@ -253,7 +280,8 @@ void py_audit_install(void) {
   FIND(frame_get_back, "PyFrame_GetBack");
   FIND(frame_get_code, "PyFrame_GetCode");
   FIND(frame_get_line_number, "PyFrame_GetLineNumber");
-  FIND(object_get_attr_string, "PyObject_GetAttrString");
+  FIND(object_get_attr, "PyObject_GetAttr");
+  FIND(unicode_intern_from_string, "PyUnicode_InternFromString");
   FIND(unicode_as_utf8_and_size, "PyUnicode_AsUTF8AndSize");
   FIND(unicode_fs_converter, "PyUnicode_FSConverter");
   FIND(bytes_as_string_and_size, "PyBytes_AsStringAndSize");
