@@ -1,0 +1,311 @@
+// inputs.jsonl's lines and the manifest's "inputs" section, written and read back: see
+// include/reprun/meta/inputs.hpp. Apart from inputs.cpp (what a program read, classified and
+// fingerprinted) as the record's JSON is apart from making it.
+#include "reprun/meta/inputs.hpp"
+
+#include "reprun/core/hash.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <fmt/format.h>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace reprun {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+// A file name as JSON can carry it: bytes that are not UTF-8 (Linux names are any bytes but '/' and
+// NUL) written as \xHH, so that inputs.jsonl and the manifest stay valid JSON and two such names
+// stay apart.
+std::string json_name(const std::string& s) {
+  if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+    return s; // ASCII: UTF-8 as it is
+  }
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size() && !(n == 2 && c < 0xC2);
+    for (size_t k = 1; ok && k < n; ++k) {
+      ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    }
+    if (ok) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      out += fmt::format("\\x{:02X}", c);
+      ++i;
+    }
+  }
+  return out;
+}
+
+
+// `v` as a JSON string, as nlohmann's dump() writes it (valid UTF-8 in: json_name's output).
+void append_json_string(std::string& out, std::string_view v) {
+  out += '"';
+  if (std::all_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != '"' && c != '\\'; })) {
+    out.append(v); // nothing to escape
+    out += '"';
+    return;
+  }
+  for (const char ch : v) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+    case '"': out += "\\\""; break;
+    case '\\': out += "\\\\"; break;
+    case '\b': out += "\\b"; break;
+    case '\f': out += "\\f"; break;
+    case '\n': out += "\\n"; break;
+    case '\r': out += "\\r"; break;
+    case '\t': out += "\\t"; break;
+    default:
+      if (c < 0x20) {
+        fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
+      } else {
+        out += ch;
+      }
+    }
+  }
+  out += '"';
+}
+
+template <class T> void append_number(std::string& out, T v) {
+  char buf[24];
+  out.append(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf));
+}
+
+void append_bool(std::string& out, bool v) { out += v ? "true" : "false"; }
+
+// A file name as json_name writes it, as a JSON string.
+void append_json_name(std::string& out, const std::string& s) {
+  if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+    append_json_string(out, s); // ASCII: no copy
+  } else {
+    append_json_string(out, json_name(s));
+  }
+}
+
+// content_json's object, written straight: inputs.jsonl holds one per file read (10,000 and more).
+void append_content(std::string& out, const ContentSummary& c) {
+  auto it = std::back_inserter(out);
+  out += "{\"size\":";
+  append_number(out, c.size);
+  out += ",\"sha256\":";
+  append_json_string(out, c.sha256);
+  if (c.text) {
+    out += ",\"lines\":";
+    append_number(out, c.lines);
+    out += ",\"block_lines\":";
+    append_number(out, c.block_lines);
+  } else {
+    out += ",\"block_bytes\":";
+    append_number(out, c.block_bytes);
+  }
+  out += ",\"blocks\":[";
+  for (size_t i = 0; i < c.blocks.size(); ++i) {
+    if (i > 0) {
+      out += ',';
+    }
+    append_json_string(out, c.blocks[i]);
+  }
+  out += ']';
+  if (c.text) {
+    fmt::format_to(it, ",\"tail_from\":{},\"tail\":\"", c.tail_from);
+    for (uint32_t v : c.tail) {
+      fmt::format_to(it, "{:08x}", v);
+    }
+    out += '"';
+  }
+  out += '}';
+}
+
+} // namespace
+
+ojson content_json(const ContentSummary& c) {
+  std::string text;
+  append_content(text, c);
+  return ojson::parse(text);
+}
+
+ContentSummary content_from_json(const ojson& c) {
+  ContentSummary s;
+  s.size = c.value("size", uint64_t{0});
+  s.sha256 = c.value("sha256", "");
+  s.text = c.contains("lines");
+  s.lines = c.value("lines", 0L);
+  s.block_lines = c.value("block_lines", 0L);
+  s.block_bytes = c.value("block_bytes", uint64_t{0});
+  if (c.contains("blocks") && c["blocks"].is_array()) {
+    s.blocks = c["blocks"].get<std::vector<std::string>>();
+  }
+  s.tail_from = c.value("tail_from", 0L);
+  const std::string tail = c.value("tail", "");
+  for (size_t i = 0; i + 8 <= tail.size(); i += 8) {
+    s.tail.push_back(static_cast<uint32_t>(std::stoul(tail.substr(i, 8), nullptr, 16)));
+  }
+  return s;
+}
+
+void append_input_line(std::string& out, const InputFile& f) {
+  out += "{\"path\":";
+  append_json_name(out, f.path);
+  out += ",\"class\":";
+  append_json_string(out, f.cls);
+  if (f.folder) {
+    out += ",\"folder\":true";
+  }
+  out += ",\"read\":";
+  append_bool(out, f.read);
+  out += ",\"written\":";
+  append_bool(out, f.written);
+  out += ",\"existed\":";
+  append_bool(out, f.existed);
+  out += ",\"opened_by\":";
+  append_json_name(out, f.opened_by);
+  out += ",\"size\":";
+  append_number(out, f.size);
+  out += ",\"mtime_ns\":";
+  append_number(out, f.mtime_ns);
+  if (f.changed_while_running) {
+    out += ",\"changed_while_running\":true";
+  }
+  if (f.stat_only) {
+    out += ",\"stat_only\":true";
+  }
+  if (f.hashed) {
+    out += ",\"content\":";
+    append_content(out, f.content);
+  }
+  if (f.folder && !f.listing_sha256.empty()) {
+    out += ",\"listing_sha256\":";
+    append_json_string(out, f.listing_sha256);
+    out += ",\"names\":[";
+    for (size_t i = 0; i < f.names.size(); ++i) {
+      if (i > 0) {
+        out += ',';
+      }
+      append_json_name(out, f.names[i]);
+    }
+    out += ']';
+  }
+  if (f.code_copy >= 0) {
+    out += ",\"code_copy\":";
+    append_number(out, f.code_copy);
+  }
+  if (!f.note.empty()) {
+    out += ",\"note\":";
+    append_json_name(out, f.note);
+  }
+  out += "}\n";
+}
+
+std::string input_line(const InputFile& f) {
+  std::string out;
+  out.reserve(f.hashed ? 320 : 200);
+  append_input_line(out, f);
+  return out;
+}
+
+InputFile input_from_json(const ojson& j) {
+  InputFile f;
+  f.path = j.value("path", "");
+  f.cls = j.value("class", "");
+  f.folder = j.value("folder", false);
+  f.read = j.value("read", false);
+  f.written = j.value("written", false);
+  f.existed = j.value("existed", true);
+  f.opened_by = j.value("opened_by", "");
+  f.size = j.value("size", uint64_t{0});
+  f.mtime_ns = j.value("mtime_ns", int64_t{0});
+  f.changed_while_running = j.value("changed_while_running", false);
+  f.stat_only = j.value("stat_only", false);
+  f.note = j.value("note", "");
+  f.code_copy = j.value("code_copy", -1L);
+  f.listing_sha256 = j.value("listing_sha256", "");
+  if (j.contains("names") && j["names"].is_array()) {
+    f.names = j["names"].get<std::vector<std::string>>();
+  }
+  if (j.contains("content") && j["content"].is_object()) {
+    f.hashed = true;
+    f.content = content_from_json(j["content"]);
+  }
+  return f;
+}
+
+ojson inputs_manifest(const InputsRecord& r) {
+  std::vector<const InputFile*> listed; // data and code files
+  ojson folders = ojson::array();
+  long counts[4] = {0, 0, 0, 0}; // data, code, other, written: files
+  long data_folders = 0;          // listed folders of data, counted apart from the files
+  for (const auto& f : r.files) {
+    const int k = f.cls == "data" ? 0 : f.cls == "code" ? 1 : f.cls == "other" ? 2 : 3;
+    if (k == 0 && f.folder) {
+      ++data_folders;
+    } else {
+      ++counts[k];
+    }
+    if (k >= 2) {
+      continue;
+    }
+    if (f.folder) {
+      folders.push_back({{"path", json_name(f.path)}, {"entries", f.names.size()}, {"listing_sha256", f.listing_sha256}});
+    } else {
+      listed.push_back(&f);
+    }
+  }
+  ojson unrecorded = ojson::array();
+  for (const auto& u : r.unrecorded) {
+    unrecorded.push_back({{"path", json_name(u.path)}, {"reason", u.reason}});
+  }
+  ojson probes = ojson::array();
+  for (const auto& u : r.probes) {
+    probes.push_back({{"path", json_name(u.path)}, {"reason", u.reason}});
+  }
+  ojson m = {{"recorded", "reprun.files/2"},
+             {"counts",
+              {{"data", counts[0]}, {"data_folders", data_folders}, {"code", counts[1]}, {"other", counts[2]},
+               {"written", counts[3]}}},
+             {"processes", r.processes}};
+  constexpr size_t k_listed = 200; // more go to inputs.jsonl only; the manifest keeps a digest of them
+  if (listed.size() <= k_listed) {
+    ojson files = ojson::array();
+    for (const InputFile* f : listed) {
+      ojson e = {{"path", json_name(f->path)}, {"class", f->cls}};
+      if (f->hashed) {
+        e["size"] = f->content.size;
+        e["sha256"] = f->content.sha256;
+      } else {
+        e["size"] = f->size;
+        e["missing"] = !f->existed;
+        if (!f->note.empty()) {
+          e["note"] = json_name(f->note);
+        }
+      }
+      files.push_back(std::move(e));
+    }
+    m["files"] = files;
+  } else {
+    Sha256 sha;
+    for (const InputFile* f : listed) {
+      sha.update_field("path", json_name(f->path));
+      sha.update_field("sha256", f->hashed ? f->content.sha256 : std::string());
+    }
+    m["files_sha256"] = sha.hex_digest();
+  }
+  m["folders"] = folders;
+  m["unrecorded"] = unrecorded;
+  if (!probes.empty()) {
+    m["probes"] = probes;
+  }
+  return m;
+}
+
+} // namespace reprun
