@@ -93,6 +93,18 @@ void append_json_name(std::string& out, const std::string& s) {
   }
 }
 
+// `items` as a JSON array, each written by `put`.
+template <class Put> void append_array(std::string& out, const std::vector<std::string>& items, Put put) {
+  out += '[';
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) {
+      out += ',';
+    }
+    put(out, items[i]);
+  }
+  out += ']';
+}
+
 // content_json's object, written straight: inputs.jsonl holds one per file read (10,000 and more).
 void append_content(std::string& out, const ContentSummary& c) {
   auto it = std::back_inserter(out);
@@ -109,14 +121,8 @@ void append_content(std::string& out, const ContentSummary& c) {
     out += ",\"block_bytes\":";
     append_number(out, c.block_bytes);
   }
-  out += ",\"blocks\":[";
-  for (size_t i = 0; i < c.blocks.size(); ++i) {
-    if (i > 0) {
-      out += ',';
-    }
-    append_json_string(out, c.blocks[i]);
-  }
-  out += ']';
+  out += ",\"blocks\":";
+  append_array(out, c.blocks, append_json_string);
   if (c.text) {
     fmt::format_to(it, ",\"tail_from\":{},\"tail\":\"", c.tail_from);
     for (uint32_t v : c.tail) {
@@ -187,14 +193,8 @@ void append_input_line(std::string& out, const InputFile& f) {
   if (f.folder && !f.listing_sha256.empty()) {
     out += ",\"listing_sha256\":";
     append_json_string(out, f.listing_sha256);
-    out += ",\"names\":[";
-    for (size_t i = 0; i < f.names.size(); ++i) {
-      if (i > 0) {
-        out += ',';
-      }
-      append_json_name(out, f.names[i]);
-    }
-    out += ']';
+    out += ",\"names\":";
+    append_array(out, f.names, append_json_name);
   }
   if (f.code_copy >= 0) {
     out += ",\"code_copy\":";
