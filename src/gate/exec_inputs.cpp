@@ -86,8 +86,12 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, std::optional<L
   FilesLog log;
   for (const RunDir& d : dirs) {
     FilesLog one = read_files_log(d.file(RunFile::files_log), d.file(RunFile::py_files_log));
-    log.events.insert(log.events.end(), one.events.begin(), one.events.end());
-    log.py.insert(log.py.end(), one.py.begin(), one.py.end());
+    if (log.events.empty() && log.py.empty() && log.skipped == 0) {
+      log = std::move(one); // the usual case, one process folder: no copy of its 10,000s of events
+      continue;
+    }
+    log.events.insert(log.events.end(), std::make_move_iterator(one.events.begin()), std::make_move_iterator(one.events.end()));
+    log.py.insert(log.py.end(), std::make_move_iterator(one.py.begin()), std::make_move_iterator(one.py.end()));
     log.skipped += one.skipped;
   }
   if (log.events.empty() && log.py.empty()) {
@@ -131,6 +135,7 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, std::optional<L
     std::cerr << "\n";
   }
   std::string lines;
+  lines.reserve(r.files.size() * 512); // a data file's line is some 400 bytes: one allocation, not a dozen copies
   for (const auto& f : r.files) {
     append_input_line(lines, f);
     if (f.written) {

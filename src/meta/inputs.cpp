@@ -16,7 +16,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <filesystem>
-#include <fmt/format.h>
 #include <map>
 #include <memory>
 #include <set>
@@ -295,7 +294,14 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
         path = sources.emplace_back(std::move(src)); // a module read from its .pyc: its source is the code
       }
     }
-    auto opened_by = [&] { return where.empty() ? std::string(by) : fmt::format("{} ({})", by, where); };
+    auto opened_by = [&] {
+      std::string o(by);
+      if (!where.empty()) {
+        o.reserve(by.size() + where.size() + 3);
+        o.append(" (").append(where).append(")");
+      }
+      return o;
+    };
     auto [it, added] = seen.try_emplace(path);
     Seen& s = it->second;
     if (added) {

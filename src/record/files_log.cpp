@@ -4,6 +4,7 @@
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <string_view>
@@ -115,8 +116,9 @@ bool parse_py(std::string_view line, PyFileEvent& e) {
   return e.event == "open" || e.event == "listdir" || e.event == "module" || e.event == "prefix" || e.event == "start";
 }
 
-// Complete lines of `path` (a partial last line, cut by a kill, is not one).
-template <class F> void each_line(const std::string& path, F&& f) {
+// Complete lines of `path` (a partial last line, cut by a kill, is not one), after `reserve` is
+// told how many there are at most.
+template <class R, class F> void each_line(const std::string& path, R&& reserve, F&& f) {
   std::error_code ec;
   if (path.empty() || !std::filesystem::exists(path, ec)) {
     return;
@@ -128,6 +130,7 @@ template <class F> void each_line(const std::string& path, F&& f) {
     throw Error(path, "cannot read");
   }
   const std::string_view v(text);
+  reserve(static_cast<size_t>(std::count(v.begin(), v.end(), '\n')));
   for (size_t at = 0; at < v.size();) {
     const size_t eol = v.find('\n', at);
     if (eol == std::string_view::npos) {
@@ -174,7 +177,7 @@ std::string unescape_log_path(std::string_view s) {
 
 FilesLog read_files_log(const std::string& files_log, const std::string& py_files_log) {
   FilesLog log;
-  each_line(files_log, [&](std::string_view line) {
+  each_line(files_log, [&](size_t n) { log.events.reserve(n); }, [&](std::string_view line) {
     FileEvent e;
     if (parse_event(line, e)) {
       log.events.push_back(std::move(e));
@@ -182,7 +185,7 @@ FilesLog read_files_log(const std::string& files_log, const std::string& py_file
       ++log.skipped;
     }
   });
-  each_line(py_files_log, [&](std::string_view line) {
+  each_line(py_files_log, [&](size_t n) { log.py.reserve(n); }, [&](std::string_view line) {
     PyFileEvent e;
     if (parse_py(line, e)) {
       log.py.push_back(std::move(e));
