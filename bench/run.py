@@ -40,6 +40,9 @@ CAPTURE_PAIRS = max(REPS, 9)
 CAPTURE_TARGET = 1.10  # the issue: the automatic step log costs at most 10% of the step time
 # OpenBLAS workarounds set on some machines slow current builds; unset for the peers alone.
 PEER_ENV = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+# OpenBLAS kernels, newest first, with the CPU flags each needs (peer_blas below).
+BLAS_CORES = (("SapphireRapids", ("avx512f", "avx512_bf16", "amx_tile")), ("Cooperlake", ("avx512f", "avx512_bf16")),
+              ("SkylakeX", ("avx512f", "avx512bw", "avx512vl")), ("Haswell", ("avx2", "fma")), ("Sandybridge", ("avx",)))
 
 
 def run(cmd, env=None, check=True, capture=True):
@@ -70,7 +73,45 @@ def machine():
     env = json.loads(run([REPRUN, "env", "--json"]).stdout)
     return {"cpu": cpu, "cores": os.cpu_count(), "isa": isa, "os": env["host"]["os"],
             "compiler": env["reprun"]["compiler"], "gemm_kernel": env["reprun"]["kernels"]["gemm"],
-            "reprun_commit": env["reprun"]["git_commit"]}
+            "reprun_commit": env["reprun"]["git_commit"], "peer_openblas_core": peer_blas()[1]}
+
+
+def blas_core(env):
+    """The kernel set the peers' OpenBLAS (numpy's and Debian's PyTorch's libblas) runs under env, or None."""
+    probe = ("import ctypes, numpy\n"
+             "lib = [w for w in open('/proc/self/maps').read().split() if 'openblas' in w]\n"
+             "f = ctypes.CDLL(lib[0]).openblas_get_corename if lib else None\n"
+             "if f: f.restype = ctypes.c_char_p\n"
+             "print(f().decode() if f else '')\n")
+    r = subprocess.run([PY, "-c", probe], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    return r.stdout.strip() or None if r.returncode == 0 else None
+
+
+_PEER_BLAS = None
+
+
+def peer_blas():
+    """OPENBLAS_CORETYPE for the peers, so that "PyTorch's best" runs the kernels this CPU has: Debian's
+    OpenBLAS (0.3.21) picks its kernels from a table of CPU models, and takes a CPU newer than itself
+    for a Prescott (SSE3: an Emerald Rapids Xeon's GEMM at a fourth of its speed, PyTorch's epoch 2.8
+    s instead of 1.0 s). When the kernel it picks is not the newest of BLAS_CORES that the CPU's
+    flags allow, that one is named (checked: OpenBLAS must report it back), else nothing is set.
+    Returns (env additions, the core the peers run)."""
+    global _PEER_BLAS
+    if _PEER_BLAS is None:
+        flags = set(open("/proc/cpuinfo").read().split())
+        default = blas_core(PEER_ENV)
+        _PEER_BLAS = ({}, default)
+        for name, need in BLAS_CORES:
+            if default is None or not set(need) <= flags:
+                continue
+            if default.lower() == name.lower():
+                break
+            if (blas_core(dict(PEER_ENV, OPENBLAS_CORETYPE=name)) or "").lower() == name.lower():
+                _PEER_BLAS = ({"OPENBLAS_CORETYPE": name}, f"{name} (OpenBLAS alone picks {default})")
+                break
+        print(f"bench: the peers' OpenBLAS kernels: {_PEER_BLAS[1]}", file=sys.stderr)
+    return _PEER_BLAS
 
 
 def last_losses(steps_path, n=50):
@@ -126,7 +167,8 @@ def bench_trainer(work, results):
             # The peer's BLAS threads as many as its own (torch.set_num_threads does not reach Debian's
             # OpenBLAS, and threadpoolctl is no Debian package): without it "1 thread" ran OpenBLAS on
             # every core (its CPU time twice its epoch time on 2 cores).
-            env = dict(PEER_ENV, OMP_WAIT_POLICY="PASSIVE", OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+            env = dict(PEER_ENV, OMP_WAIT_POLICY="PASSIVE", OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
+                       **peer_blas()[0])
             t = json.loads(run([PY, os.path.join(ROOT, "bench", "torch_mlp.py"), data, str(threads), "best"], env=env).stdout)
             best.append(t["seconds"])
             torch_loss = t["final_loss"]
@@ -390,7 +432,7 @@ def bench_trace_steps(work, results):
 def bench_gemm(results):
     rows = []
     for threads in (1, 2):
-        for line in run([GEMM, str(threads)]).stdout.splitlines():
+        for line in run([GEMM, str(threads)], env=dict(PEER_ENV, **peer_blas()[0])).stdout.splitlines():
             rows.append(json.loads(line))
     results["gemm"] = rows
 
@@ -921,7 +963,8 @@ def main():
     doc = os.path.join(ROOT, "docs", "performance.md")
     text = open(doc).read() if os.path.exists(doc) else ""
     block = (f"<!-- bench:begin -->\nMeasured {results['date']} on {m['cpu']}, {m['cores']} cores "
-             f"({', '.join(m['isa'])}), {m['os']}, {m['compiler']}, GEMM kernel {m['gemm_kernel']}, reprun "
+             f"({', '.join(m['isa'])}), {m['os']}, {m['compiler']}, GEMM kernel {m['gemm_kernel']}, the peers' "
+             f"OpenBLAS kernels {m.get('peer_openblas_core') or 'unknown'}, reprun "
              f"{m['reprun_commit'][:12]}; medians of {REPS} runs, peers interleaved.\n\n{tab}\n<!-- bench:end -->")
     if "<!-- bench:begin -->" in text:
         text = re.sub(r"<!-- bench:begin -->.*<!-- bench:end -->", lambda _: block, text, flags=re.S)
