@@ -11,6 +11,7 @@
 #include "reprun/train/gemm.hpp"
 #include "reprun/train/mathfn.hpp"
 #include "reprun/train/rng.hpp"
+#include "update_loops.hpp"
 
 #include <algorithm>
 #if defined(__SSE2__)
@@ -49,6 +50,13 @@ void add_column_sums(const float* g, long r0, long r1, long out, float* gb) {
       gb[o] += g[r * out + o];
     }
   }
+}
+
+// The optimizer's loops of the kernel set in use (REPRUN_GEMM_KERNEL caps both): the same bits in each.
+const detail::UpdateKernels& update_kernels() {
+  static const detail::UpdateKernels k_portable{detail::sgd_loop, detail::adam_loop, detail::sum_squares_loop};
+  const std::string set = gemm_kernel_name();
+  return set == "avx512" ? detail::update_kernels_avx512() : set == "avx2-fma" ? detail::update_kernels_avx2() : k_portable;
 }
 
 class CpuBackend final : public Backend {
@@ -232,19 +240,35 @@ public:
     atomic_weight_grad(a, g, m, in, out, gw, gb);
   }
 
+  void weight_grad_from_zero(const float* a, const float* g, long m, long in, long out, float* gw, float* gb) override {
+    // Each chain starts from +0.0 in the GEMM's registers (gemm_set), as weight_grad's from zeroed gw.
+    reprun::gemm_set(in, out, m, MatView{a, 1, in}, g, out, nullptr, gw, out, m_pool);
+    std::fill(gb, gb + out, 0.0f);
+    add_column_sums(g, 0, m, out, gb);
+  }
+
+  // In groups of consecutive tasks: each task's update, then the sums of squares of the group's
+  // weights (still in cache) side by side, their chains interleaved. Each task's sum is its own
+  // eight chains whatever the group: the grouping and the kernel set change no bit.
   void update(const UpdateRule& rule, const std::vector<UpdateTask>& tasks, double* sq) override {
-    auto run = [&](int ti, int) {
-      const UpdateTask& k = tasks[static_cast<size_t>(ti)];
-      if (rule.kind == UpdateRule::Kind::sgd) {
-        sgd(rule, k);
-      } else {
-        adam(rule, k);
+    const detail::UpdateKernels& kern = update_kernels();
+    auto step = rule.kind == UpdateRule::Kind::sgd ? kern.sgd : kern.adam;
+    constexpr int k_group = detail::k_squares_at_once;
+    const int n = static_cast<int>(tasks.size());
+    for_each_task((n + k_group - 1) / k_group, [&](int group, int) {
+      const int t0 = group * k_group, t1 = std::min(n, t0 + k_group);
+      const float* x[k_group];
+      size_t len[k_group];
+      for (int t = t0; t < t1; ++t) {
+        const UpdateTask& k = tasks[static_cast<size_t>(t)];
+        step(rule, k);
+        x[t - t0] = k.w + k.begin;
+        len[t - t0] = k.end - k.begin;
       }
       if (sq) {
-        sq[ti] = sum_squares_8lane(k.w + k.begin, k.end - k.begin); // still in cache
+        kern.sum_squares(x, len, t1 - t0, sq + t0);
       }
-    };
-    for_each_task(static_cast<int>(tasks.size()), run);
+    });
   }
 
   void xxh3_tensors(const std::vector<const float*>& tensors, const std::vector<size_t>& n,
@@ -263,42 +287,6 @@ private:
       for (int i = 0; i < n; ++i) {
         f(i, 0);
       }
-    }
-  }
-
-  static void sgd(const UpdateRule& u, const UpdateTask& k) {
-    float* w = k.w;
-    const float* g = k.g;
-    float* v = k.m;
-    const float lr = u.lr, wd = u.weight_decay, mu = u.momentum;
-    // Branch-free loops per case, so they vectorize; each is the same expression as written.
-    if (wd != 0.0f) {
-      for (size_t i = k.begin; i < k.end; ++i) {
-        float gi = g[i] + wd * w[i];
-        v[i] = mu * v[i] + gi;
-        w[i] = w[i] - lr * v[i];
-      }
-    } else {
-      for (size_t i = k.begin; i < k.end; ++i) {
-        v[i] = mu * v[i] + g[i];
-        w[i] = w[i] - lr * v[i];
-      }
-    }
-  }
-
-  static void adam(const UpdateRule& u, const UpdateTask& k) {
-    float* w = k.w;
-    const float* g = k.g;
-    float* m = k.m;
-    float* v = k.v;
-    const float wd = u.weight_decay, b1 = u.beta1, b2 = u.beta2, eps = u.eps;
-    const float bc2_sqrt = u.bias_correction2_sqrt, step_size = u.step_size;
-    for (size_t i = k.begin; i < k.end; ++i) {
-      float gi = wd != 0.0f ? g[i] + wd * w[i] : g[i];
-      m[i] = b1 * m[i] + (1.0f - b1) * gi;
-      v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
-      float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
-      w[i] = w[i] - step_size * (m[i] / denom);
     }
   }
 

@@ -140,7 +140,13 @@ MlpRunner::~MlpRunner() = default;
 
 void MlpRunner::begin_step(const StepContext& ctx) {
   auto& layers = m_model.layers();
-  m_model.zero_grads();
+  // One process, ordered: the step's first micro-batch writes every gradient from zero
+  // (weight_grad_from_zero), no pass zeroes them first. The chains of ranks continue from zeros,
+  // and atomic mode adds its partials into them.
+  m_grads_unset = !m_keep && !ctx.atomic;
+  if (!m_grads_unset) {
+    m_model.zero_grads();
+  }
   for (size_t l = 0; l < layers.size(); ++l) {
     Dense& d = layers[l];
     if (l == 0) {
@@ -228,7 +234,9 @@ void MlpRunner::micro_batch(const StepContext& ctx, const float* x, const int32_
   for (size_t l = L; l-- > 0;) {
     Dense& d = layers[l];
     const float* a = l == 0 ? x : m_act[l - 1].data();
-    if (!m_keep) {
+    if (m_grads_unset) {
+      m_be.weight_grad_from_zero(a, g, m, d.in, d.out, d.gw.data(), d.gb.data());
+    } else if (!m_keep) {
       m_be.weight_grad(ctx.atomic ? Reduction::atomic : Reduction::ordered, a, g, m, d.in, d.out, d.gw.data(),
                        d.gb.data());
     }
@@ -252,6 +260,7 @@ void MlpRunner::micro_batch(const StepContext& ctx, const float* x, const int32_
     ++bi;
     g = gz;
   }
+  m_grads_unset = false; // every layer's gradients written: later micro-batches add to them
 }
 
 void MlpRunner::keep_for_chains(bool on) {

@@ -168,58 +168,91 @@ TEST_CASE("Activations, their gradients, dropout and multiply per element equal 
   CHECK(same_bits(x, rx));
 }
 
-TEST_CASE("SGD and Adam per element, and the 8-lane sum of squares, equal the CPU backend's update") {
+TEST_CASE("The first weight gradient of a step, from whatever gw holds, equals zeroing it and weight_grad") {
+  const long m = 24, in = 300, out = 130; // tiles with edges on both sides
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    auto be = make_cpu_backend(&pool);
+    const auto a = random_values(static_cast<size_t>(2 * m * in), 14);
+    const auto g = random_values(static_cast<size_t>(2 * m * out), 15, 0.01f);
+    std::vector<float> gw(static_cast<size_t>(in * out), std::nanf("")), gb(static_cast<size_t>(out), -1.0f);
+    std::vector<float> rw(gw.size(), 0.0f), rb(gb.size(), 0.0f);
+    be->weight_grad_from_zero(a.data(), g.data(), m, in, out, gw.data(), gb.data());
+    be->weight_grad(Reduction::ordered, a.data() + m * in, g.data() + m * out, m, in, out, gw.data(), gb.data());
+    for (long mb = 0; mb < 2; ++mb) {
+      be->weight_grad(Reduction::ordered, a.data() + mb * m * in, g.data() + mb * m * out, m, in, out, rw.data(),
+                      rb.data());
+    }
+    CHECK(same_bits(gw, rw));
+    CHECK(same_bits(gb, rb));
+    be->weight_grad_from_zero(a.data(), g.data(), 0, in, out, gw.data(), gb.data()); // no sample: zeros
+    CHECK(same_bits(gw, std::vector<float>(gw.size(), 0.0f)));
+    CHECK(same_bits(gb, std::vector<float>(gb.size(), 0.0f)));
+  }
+}
+
+TEST_CASE("SGD and Adam per element, and the 8-lane sum of squares, equal the CPU backend's update, every kernel") {
   ThreadPool pool(2);
   auto be = make_cpu_backend(&pool);
-  const size_t n = 40000 + 5; // three tasks of one tensor, the last ragged
-  const auto w0 = random_values(n, 10), g = random_values(n, 11, 0.1f), m0 = random_values(n, 12, 0.01f);
-  auto v0 = random_values(n, 13, 0.001f);
-  for (float& x : v0) {
-    x = x * x; // a second moment is not negative
-  }
-  UpdateRule sgd;
-  sgd.kind = UpdateRule::Kind::sgd;
-  sgd.lr = 0.05f;
-  sgd.momentum = 0.9f;
-  UpdateRule adam;
-  adam.kind = UpdateRule::Kind::adam;
-  adam.lr = 1e-3f;
-  adam.beta1 = 0.9f;
-  adam.beta2 = 0.999f;
-  adam.eps = 1e-8f;
-  adam.bias_correction2_sqrt = 0.0447101778f;
-  adam.step_size = 0.0100000007f;
-  for (UpdateRule rule : {sgd, adam}) {
-    for (float wd : {0.0f, 1e-4f}) {
-      rule.weight_decay = wd;
-      std::vector<float> w = w0, m = m0, v = v0, rw = w0, rm = m0, rv = v0;
-      std::vector<UpdateTask> tasks;
-      for (size_t b = 0; b < n; b += 16384) {
-        tasks.push_back({w.data(), g.data(), m.data(), rule.kind == UpdateRule::Kind::adam ? v.data() : nullptr, b,
-                         std::min(n, b + 16384)});
+  // Three tasks of one tensor, the last ragged; then four, the last ragged and not a multiple of 8
+  // (the sums of squares of a group of four side by side, then each one's tail).
+  for (size_t n : {size_t{40000 + 5}, size_t{3 * 16384 + 1003}}) {
+    for (const char* kernel : {"portable", "avx2", "avx512"}) {
+      gemm_force_kernel(kernel); // capped at what this CPU has
+      CAPTURE(kernel);
+      CAPTURE(n);
+      const auto w0 = random_values(n, 10), g = random_values(n, 11, 0.1f), m0 = random_values(n, 12, 0.01f);
+      auto v0 = random_values(n, 13, 0.001f);
+      for (float& x : v0) {
+        x = x * x; // a second moment is not negative
       }
-      std::vector<double> sq(tasks.size());
-      be->update(rule, tasks, sq.data());
-      for (size_t i = 0; i < n; ++i) {
-        if (rule.kind == UpdateRule::Kind::sgd) {
-          elem::sgd(rule.lr, rule.weight_decay, rule.momentum, rw.data(), g.data(), rm.data(), i);
-        } else {
-          elem::adam(rule.weight_decay, rule.beta1, rule.beta2, rule.eps, rule.bias_correction2_sqrt, rule.step_size,
-                     rw.data(), g.data(), rm.data(), rv.data(), i);
+      UpdateRule sgd;
+      sgd.kind = UpdateRule::Kind::sgd;
+      sgd.lr = 0.05f;
+      sgd.momentum = 0.9f;
+      UpdateRule adam;
+      adam.kind = UpdateRule::Kind::adam;
+      adam.lr = 1e-3f;
+      adam.beta1 = 0.9f;
+      adam.beta2 = 0.999f;
+      adam.eps = 1e-8f;
+      adam.bias_correction2_sqrt = 0.0447101778f;
+      adam.step_size = 0.0100000007f;
+      for (UpdateRule rule : {sgd, adam}) {
+        for (float wd : {0.0f, 1e-4f}) {
+          rule.weight_decay = wd;
+          std::vector<float> w = w0, m = m0, v = v0, rw = w0, rm = m0, rv = v0;
+          std::vector<UpdateTask> tasks;
+          for (size_t b = 0; b < n; b += 16384) {
+            tasks.push_back({w.data(), g.data(), m.data(), rule.kind == UpdateRule::Kind::adam ? v.data() : nullptr, b,
+                             std::min(n, b + 16384)});
+          }
+          std::vector<double> sq(tasks.size());
+          be->update(rule, tasks, sq.data());
+          for (size_t i = 0; i < n; ++i) {
+            if (rule.kind == UpdateRule::Kind::sgd) {
+              elem::sgd(rule.lr, rule.weight_decay, rule.momentum, rw.data(), g.data(), rm.data(), i);
+            } else {
+              elem::adam(rule.weight_decay, rule.beta1, rule.beta2, rule.eps, rule.bias_correction2_sqrt, rule.step_size,
+                         rw.data(), g.data(), rm.data(), rv.data(), i);
+            }
+          }
+          CHECK(same_bits(w, rw));
+          CHECK(same_bits(m, rm));
+          CHECK(same_bits(v, rv));
+          for (size_t t = 0; t < tasks.size(); ++t) {
+            double lanes[8];
+            for (int j = 0; j < 8; ++j) {
+              lanes[j] = elem::square_lane(rw.data() + tasks[t].begin, tasks[t].end - tasks[t].begin, j);
+            }
+            CHECK(same_bits(sq[t], elem::add_lanes(lanes)));
+            CHECK(same_bits(sq[t], sum_squares_8lane(rw.data() + tasks[t].begin, tasks[t].end - tasks[t].begin)));
+          }
         }
-      }
-      CHECK(same_bits(w, rw));
-      CHECK(same_bits(m, rm));
-      CHECK(same_bits(v, rv));
-      for (size_t t = 0; t < tasks.size(); ++t) {
-        double lanes[8];
-        for (int j = 0; j < 8; ++j) {
-          lanes[j] = elem::square_lane(rw.data() + tasks[t].begin, tasks[t].end - tasks[t].begin, j);
-        }
-        CHECK(same_bits(sq[t], elem::add_lanes(lanes)));
       }
     }
   }
+  gemm_force_kernel("");
 }
 
 TEST_CASE("The CPU backend's memory is host memory: buffers read in place, copies only where asked") {

@@ -135,6 +135,14 @@ public:
   // gw (in x out) += a^T g, gb (out) += column sums of g.
   virtual void weight_grad(Reduction r, const float* a, const float* g, long m, long in, long out, float* gw,
                            float* gb) = 0;
+  // The first ordered weight_grad of a step, into gw and gb whatever they hold: the same bits as
+  // zeroing them and calling weight_grad (a backend whose products can start from +0.0 in their
+  // registers skips the pass that zeroes 1 MB of gradients a step).
+  virtual void weight_grad_from_zero(const float* a, const float* g, long m, long in, long out, float* gw, float* gb) {
+    zero(gw, static_cast<size_t>(in * out) * sizeof(float));
+    zero(gb, static_cast<size_t>(out) * sizeof(float));
+    weight_grad(Reduction::ordered, a, g, m, in, out, gw, gb);
+  }
   // Applies `rule` to every task; with `sq` (one per task, backend memory), also each task's sum
   // of squares of its updated weights.
   virtual void update(const UpdateRule& rule, const std::vector<UpdateTask>& tasks, double* sq) = 0;

@@ -137,6 +137,7 @@ private:
   Buffer<float> m_g[2];
   Buffer<float> m_dh;  // (rows, widest)
   bool m_keep = false;                    // keep_for_chains
+  bool m_grads_unset = false;             // begin_step left the gradients to the step's first weight_grad
   std::vector<Buffer<float>> m_gl;   // per layer (rows, out): kept output gradient
   Buffer<double> m_row_loss;         // (rows): kept sample losses
   std::vector<float> m_host;         // trace full: a tensor downloaded to be hashed
