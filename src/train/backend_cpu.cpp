@@ -54,7 +54,7 @@ void add_column_sums(const float* g, long r0, long r1, long out, float* gb) {
 
 // The optimizer's loops of the kernel set in use (REPRUN_GEMM_KERNEL caps both): the same bits in each.
 const detail::UpdateKernels& update_kernels() {
-  static const detail::UpdateKernels k_portable{detail::sgd_loop, detail::adam_loop, detail::sum_squares_loop};
+  static const detail::UpdateKernels k_portable{detail::sgd_loop, detail::adam_loop};
   const std::string set = gemm_kernel_name();
   return set == "avx512" ? detail::update_kernels_avx512() : set == "avx2-fma" ? detail::update_kernels_avx2() : k_portable;
 }
@@ -247,27 +247,12 @@ public:
     add_column_sums(g, 0, m, out, gb);
   }
 
-  // In groups of consecutive tasks: each task's update, then the sums of squares of the group's
-  // weights (still in cache) side by side, their chains interleaved. Each task's sum is its own
-  // eight chains whatever the group: the grouping and the kernel set change no bit.
+  // Each task's update, and with `sq` its weights' sum of squares in the same pass (update_loops.hpp).
   void update(const UpdateRule& rule, const std::vector<UpdateTask>& tasks, double* sq) override {
     const detail::UpdateKernels& kern = update_kernels();
     auto step = rule.kind == UpdateRule::Kind::sgd ? kern.sgd : kern.adam;
-    constexpr int k_group = detail::k_squares_at_once;
-    const int n = static_cast<int>(tasks.size());
-    for_each_task((n + k_group - 1) / k_group, [&](int group, int) {
-      const int t0 = group * k_group, t1 = std::min(n, t0 + k_group);
-      const float* x[k_group];
-      size_t len[k_group];
-      for (int t = t0; t < t1; ++t) {
-        const UpdateTask& k = tasks[static_cast<size_t>(t)];
-        step(rule, k);
-        x[t - t0] = k.w + k.begin;
-        len[t - t0] = k.end - k.begin;
-      }
-      if (sq) {
-        kern.sum_squares(x, len, t1 - t0, sq + t0);
-      }
+    for_each_task(static_cast<int>(tasks.size()), [&](int t, int) {
+      step(rule, tasks[static_cast<size_t>(t)], sq ? sq + t : nullptr);
     });
   }
 

@@ -195,7 +195,7 @@ TEST_CASE("SGD and Adam per element, and the 8-lane sum of squares, equal the CP
   ThreadPool pool(2);
   auto be = make_cpu_backend(&pool);
   // Three tasks of one tensor, the last ragged; then four, the last ragged and not a multiple of 8
-  // (the sums of squares of a group of four side by side, then each one's tail).
+  // (its squares' lanes end part-way).
   for (size_t n : {size_t{40000 + 5}, size_t{3 * 16384 + 1003}}) {
     for (const char* kernel : {"portable", "avx2", "avx512"}) {
       gemm_force_kernel(kernel); // capped at what this CPU has
