@@ -330,21 +330,8 @@ nlohmann::ordered_json kernel_facts() {
 
 double sum_squares_8lane(const float* x, size_t n) {
   double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (size_t j = 0; j < 8; ++j) {
-      const double v = static_cast<double>(x[i + j]);
-      lane[j] += v * v;
-    }
-  }
-  for (size_t j = 0; i < n; ++i, ++j) {
-    lane[j] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-  }
-  double s = 0.0;
-  for (double l : lane) {
-    s += l;
-  }
-  return s;
+  detail::add_squares(x, 0, n, lane);
+  return detail::lanes_sum(lane);
 }
 
 } // namespace reprun

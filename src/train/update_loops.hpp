@@ -32,6 +32,31 @@ const UpdateKernels& update_kernels_avx512();
 
 namespace {
 
+// Lane j of eight takes the squares of x[from + j], x[from + j + 8], ... up to `to`, in order, in
+// float64 (sum_squares_8lane's chains, continued from where a previous call left them when that
+// call ended on a multiple of 8).
+inline void add_squares(const float* x, size_t from, size_t to, double* lane) {
+  size_t i = from;
+  for (; i + 8 <= to; i += 8) {
+    for (size_t j = 0; j < 8; ++j) {
+      const double v = static_cast<double>(x[i + j]);
+      lane[j] += v * v;
+    }
+  }
+  for (size_t j = 0; i < to; ++i, ++j) {
+    lane[j] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  }
+}
+
+// The eight lanes added 0..7.
+inline double lanes_sum(const double* lane) {
+  double s = 0.0;
+  for (int j = 0; j < 8; ++j) {
+    s += lane[j];
+  }
+  return s;
+}
+
 // The task's elements through `range(from, to)` (the update's loop over [from, to), which the
 // compiler vectorizes), 256 at a time; with sq, after each 256 (still in L1) the squares of the
 // updated weights into eight lanes: lane j takes the weights j, j+8, ... from k.begin in order,
@@ -42,27 +67,12 @@ template <class Range> void update_task(const UpdateTask& k, double* sq, Range&&
   for (size_t from = k.begin; from < k.end; from += k_block) {
     const size_t to = k.end - from > k_block ? from + k_block : k.end;
     range(from, to);
-    if (sq == nullptr) {
-      continue;
-    }
-    const float* w = k.w;
-    size_t i = from;
-    for (; i + 8 <= to; i += 8) {
-      for (size_t j = 0; j < 8; ++j) {
-        const double v = static_cast<double>(w[i + j]);
-        lane[j] += v * v;
-      }
-    }
-    for (size_t j = 0; i < to; ++i, ++j) {
-      lane[j] += static_cast<double>(w[i]) * static_cast<double>(w[i]);
+    if (sq != nullptr) {
+      add_squares(k.w, from, to, lane);
     }
   }
   if (sq != nullptr) {
-    double s = 0.0;
-    for (int j = 0; j < 8; ++j) {
-      s += lane[j];
-    }
-    *sq = s;
+    *sq = lanes_sum(lane);
   }
 }
 
