@@ -19,6 +19,7 @@ static struct {
   PyObject* (*frame_get_back)(PyObject*);              /* new */
   PyObject* (*frame_get_code)(PyObject*);              /* new */
   int (*frame_get_line_number)(PyObject*);
+  int (*frame_get_lasti)(PyObject*);                   /* 3.11 on; NULL before: no cache */
   PyObject* (*object_get_attr)(PyObject*, PyObject*);  /* new */
   PyObject* (*unicode_intern_from_string)(const char*); /* new */
   const char* (*unicode_as_utf8_and_size)(PyObject*, Py_ssize_t*);
@@ -58,6 +59,19 @@ typedef struct Pending {
 } Pending;
 static __thread Pending t_pending __attribute__((tls_model("initial-exec")));
 static __thread int t_busy __attribute__((tls_model("initial-exec")));
+
+/* The line found last at the innermost frame (the program's own, or the import system's), by that
+ * frame's code object and instruction offset: a loop that opens files from one line (a Dataset's
+ * __getitem__, the import system's get_data) reads no line table and no file name again. The code
+ * object is held (a reference), so it cannot be freed and its address given to another while it is
+ * the key. A line found further out is not kept: it depends on the callers. */
+typedef struct LastWhere {
+  PyObject* code; /* a strong reference, or NULL */
+  int lasti;
+  size_t where_len;
+  char where[k_where_max];
+} LastWhere;
+static __thread LastWhere t_last __attribute__((tls_model("initial-exec")));
 
 static uint64_t digest(const char* s, size_t n) {
   uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
@@ -126,12 +140,39 @@ static void arm(PyObject* args) {
   g_armed = 1;
 }
 
+/* Whether the innermost frame, running `code` at `lasti`, is t_last's: its line copied into p. */
+static int take_last(Pending* p, PyObject* code, int lasti) {
+  if (code == NULL || code != t_last.code || lasti != t_last.lasti || lasti < 0) {
+    return 0;
+  }
+  memcpy(p->where, t_last.where, t_last.where_len);
+  p->where_len = t_last.where_len;
+  return 1;
+}
+
+/* Keeps p's line as the innermost frame's (code at lasti); `code` is a reference this takes over. */
+static void keep_last(const Pending* p, PyObject* code, int lasti) {
+  PyObject* old = t_last.code;
+  t_last.code = code;
+  t_last.lasti = lasti;
+  memcpy(t_last.where, p->where, p->where_len);
+  t_last.where_len = p->where_len;
+  if (old != NULL) {
+    py.dec_ref(old);
+  }
+}
+
 /* "file:line" of the program's frame into p->where, "import" for the import system's, or nothing. */
 static void find_where(Pending* p) {
   PyObject* frame = py.eval_get_frame();
   int owned = 0, first = 1;
   while (frame != NULL) {
     PyObject* code = py.frame_get_code(frame);
+    const int lasti = first && py.frame_get_lasti != NULL ? py.frame_get_lasti(frame) : -1;
+    if (first && take_last(p, code, lasti)) {
+      py.dec_ref(code);
+      return; /* frame is borrowed: nothing else to release */
+    }
     PyObject* name = code != NULL ? py.object_get_attr(code, g_co_filename) : NULL;
     size_t n = 0;
     const char* s = utf8(name, &n);
@@ -164,7 +205,9 @@ static void find_where(Pending* p) {
     if (name != NULL) {
       py.dec_ref(name);
     }
-    if (code != NULL) {
+    if (code != NULL && done && first && lasti >= 0 && p->where_len > 0) {
+      keep_last(p, code, lasti); /* the reference now held by t_last */
+    } else if (code != NULL) {
       py.dec_ref(code);
     } else {
       py.err_clear();
@@ -290,6 +333,7 @@ void py_audit_install(void) {
   FIND(dict_set_item_string, "PyDict_SetItemString");
   FIND(err_clear, "PyErr_Clear");
   FIND(dec_ref, "Py_DecRef");
+  *(void**)&py.frame_get_lasti = dlsym(RTLD_DEFAULT, "PyFrame_GetLasti"); /* optional */
   FIND(true_object, "_Py_TrueStruct");
   FIND(add_audit_hook, "PySys_AddAuditHook");
   py.add_audit_hook(hook, NULL);

@@ -124,7 +124,7 @@ PY
 # pathlib path, os.open, from a thread, through the standard library (the caller's line), in a
 # forked child; "import" on the modules the import system reads; no line on an open Python did
 # not announce (a subprocess). The audit hook's own log then holds no open lines, its listings yes.
-mkdir pkg && echo "VALUE = 3" >pkg/mod.py && printf '[s]\nk = v\n' >conf.ini
+mkdir pkg && echo "VALUE = 3" >pkg/mod.py && printf '[s]\nk = v\n' >conf.ini && echo a >a.txt && echo b >b.txt && echo c >c.txt
 cat >lines.py <<'PY'
 import configparser, os, pathlib, subprocess, threading
 open("data.txt").read()
@@ -141,6 +141,14 @@ if os.fork() == 0:
 os.wait()
 subprocess.run(["cat", "conf.ini"], stdout=subprocess.DEVNULL)
 print(sorted(os.listdir("sub")))
+def two(i):
+    if i % 2:
+        return open("a.txt").read()
+    return open("b.txt").read()
+for i in range(4):
+    two(i)
+    pathlib.Path("c.txt").read_text()
+    open("c.txt").read()
 PY
 export T
 PYDIR="$(cd "$(dirname "$REPRUN")" && pwd -P)/python"
@@ -161,6 +169,12 @@ check(len(child) == 1 and child[0].where == b"lines.py:11", "the forked child's 
 cat = [r for r in R if r.ev == "O" and r.path == TP + b"/conf.ini" and r.pid not in (main, child[0].pid)]
 check(len(cat) == 1 and cat[0].where == b"", "cat's open (no Python): no line", R)
 check(all(r.where == b"" for r in R if r.ev != "O"), "lines only on O records", R)
+# Opens repeated from one line, from two lines of one function, and through pathlib: each its own
+# line (the hook keeps the last line found at the innermost frame, by code object and offset).
+check(lines_of(b"a.txt") == [b"lines.py:18"] * 2 and lines_of(b"b.txt") == [b"lines.py:19"] * 2,
+      "two lines of one function, alternately: " + repr(lines_of(b"a.txt") + lines_of(b"b.txt")), R)
+check(lines_of(b"c.txt") == [b"lines.py:22", b"lines.py:23"] * 4, "pathlib's and a direct open, alternately: " +
+      repr(lines_of(b"c.txt")), R)
 py_log = open(os.environ["T"] + "/pylines.py.log").read().splitlines()
 check(not [l for l in py_log if l.split("\t")[1] == "open"], "the audit hook left the opens to the library: " + repr(py_log[:5]))
 check([l for l in py_log if l.split("\t")[1] == "listdir" and l.endswith("/sub")], "the listing is the audit hook's: " + repr(py_log))
