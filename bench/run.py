@@ -62,6 +62,12 @@ def median(xs):
     return statistics.median(xs)
 
 
+def quartiles(r):
+    """", the pairs' quartiles Q1-Q3" of a paired row: how far its median can move on a noisy machine."""
+    q = r.get("ratio_quartiles")
+    return f", pairs' quartiles {q[0]:.3f}-{q[1]:.3f}" if q else ""
+
+
 def machine():
     cpu = "unknown"
     for line in open("/proc/cpuinfo"):
@@ -397,6 +403,7 @@ def bench_inputs(work, results):
         out[name] = {"pairs": INPUTS_PAIRS, "recorded_cpu_seconds": cpu[True], "plain_cpu_seconds": cpu[False],
                      "recorded_seconds": wall[True], "plain_seconds": wall[False], "pair_ratios": ratios,
                      "ratio": median(ratios), "added_ms": median(added), "wall_ratio": median(wall_ratios),
+                     "ratio_quartiles": statistics.quantiles(ratios, n=4)[::2],
                      "recorded_cpu_median": median(cpu[True]), "plain_cpu_median": median(cpu[False]),
                      "target": INPUTS_TARGET}
     shutil.rmtree(base)
@@ -884,7 +891,7 @@ def table(results):
             lines.append(f"| exec recording what the program read: {what}; CPU of all processes, warm hash cache | "
                          f"{r['recorded_cpu_median']:.3f} s ({r['added_ms']:+.0f} ms) | --no-inputs "
                          f"{r['plain_cpu_median']:.3f} s | {r['ratio']:.3f} (recorded / not, median of {r['pairs']} "
-                         f"pairs; wall time {r['wall_ratio']:.2f}) | <= {r['target']:.2f} |")
+                         f"pairs{quartiles(r)}; wall time {r['wall_ratio']:.2f}) | <= {r['target']:.2f} |")
     if "hash" in results:
         h = results["hash"]
         for peer in ("openssl_xargs_P2", "b3sum", "sha256sum"):
