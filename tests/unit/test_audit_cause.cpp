@@ -123,6 +123,16 @@ TEST_CASE("cause: an exec output digest is an effect, never offered as a cause")
   REQUIRE(d.size() == 1);
   CHECK(d[0].fix.find("pin CUBLAS_WORKSPACE_CONFIG in the environment") == 0);
   CHECK_FALSE(mentions(d, "stdout"));
+  // What the program printed differs: the fix never says that no number differs (an exec run
+  // without a step log, its loss on stdout), nor offers to ignore the cause.
+  CHECK_FALSE(mentions(d, "no number differs"));
+  CHECK_FALSE(mentions(d, "--ignore-meta"));
+  // With the outputs equal, it does.
+  b["outputs"] = a["outputs"];
+  d = diagnose(different(DivergenceKind::none, a, b));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].fix.find("(no number differs: if it is expected to differ, pass --ignore-meta env.CUBLAS_WORKSPACE_CONFIG)") !=
+        std::string::npos);
 }
 
 TEST_CASE("cause: a run that stopped is resumed; equal numbers with a differing field suggest --ignore-meta") {
