@@ -10,13 +10,45 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <sys/stat.h>
+#include <vector>
 
 namespace reprun::cli {
 
 namespace {
+
+// `reprun exec -- prog < data.csv`: the shell gave reprun the file as stdin, but each run's program
+// reads /dev/null (docs/commands.md), so the program would run on no input and the record would not
+// name the file. Said even under --quiet, before anything runs.
+void warn_stdin_file(const std::vector<std::string>& argv) {
+  struct stat in {};
+  if (::fstat(0, &in) != 0 || !S_ISREG(in.st_mode)) {
+    return;
+  }
+  std::error_code ec;
+  std::string name = std::filesystem::read_symlink("/proc/self/fd/0", ec).string();
+  if (ec || name.empty()) {
+    name = "FILE";
+  } else {
+    const std::string rel = std::filesystem::path(name).lexically_relative(std::filesystem::current_path(ec)).string();
+    if (!ec && !rel.empty() && rel.rfind("..", 0) != 0) {
+      name = rel;
+    }
+  }
+  std::string cmd;
+  for (const auto& a : argv) {
+    cmd += (cmd.empty() ? "" : " ") + a;
+  }
+  std::cerr << fmt::format("reprun exec: warning: stdin is the file {}, which the program will not read: each run "
+                           "reads its stdin from /dev/null; to give every run the file (and record it), redirect in "
+                           "the command: reprun exec ... -- sh -c '{} < {}'\n",
+                           name, cmd, name);
+}
+
 struct ExecFlags {
   CLI::App* app = nullptr;
   ExecOptions opt;
@@ -81,6 +113,7 @@ int run(ExecFlags& f) {
   if (!opt.quiet) {
     opt.on_note = [](const std::string& s) { std::cerr << "reprun exec: " << s << "\n"; };
   }
+  warn_stdin_file(opt.argv);
   // Even under --quiet: a crash must say why.
   opt.on_failure = [](const std::string& s) { std::cerr << "reprun exec: " << s << "\n"; };
   // SIGINT and SIGTERM end the program with its whole process group; the exec ends interrupted.

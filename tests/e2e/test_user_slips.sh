@@ -1,7 +1,8 @@
 # A new user's slips get a word, not silence or a parser's message (issue 41, item 9): a CSV's ID
 # column trained as a feature is warned of; a config with comments is told JSON has none; an
 # --ignore-meta key that matches nothing is refused with the nearest key; a run diffed with itself
-# is said to be one directory.
+# is said to be one directory; exec's stdin redirected from a file (which each run never reads) is
+# warned of.
 source "$(dirname "$0")/lib.sh"
 
 # An ID column: unique, increasing integers, here the first column of a table sorted by class.
@@ -44,4 +45,18 @@ grep -q "^  A and B are the same directory (.*ids): a run compared with itself i
   fail "diff of one directory with itself: $(cat "$T/out")"
 expect_rc 0 "$REPRUN" diff "$T/ids/steps.jsonl" "$T/ids/steps.jsonl" --format json
 grep -q 'A and B are the same file' "$T/out" || fail "diff of one log with itself: $(cat "$T/out")"
+
+# `reprun exec -- PROG < FILE`: each run reads /dev/null, so the program ran on no input and the
+# record named no file, in silence. Now a warning, even under -q, with the command that works.
+printf '1\n2\n' >"$T/nums.txt"
+run_rc "$REPRUN" exec -o "$T/stdin" --runs 1 -q -- wc -c <"$T/nums.txt"
+[[ $RC == 0 ]] || fail "exec with stdin from a file: exit $RC: $(cat "$T/err")"
+grep -q "^reprun exec: warning: stdin is the file .*nums.txt, which the program will not read: each run reads its stdin from /dev/null; .* -- sh -c 'wc -c < .*nums.txt'$" "$T/err" ||
+  fail "no word on stdin from a file: $(cat "$T/err")"
+run_rc "$REPRUN" exec -o "$T/stdin2" --runs 1 -q -- wc -c </dev/null
+[[ $RC == 0 ]] || fail "exec with stdin from /dev/null: exit $RC"
+! grep -q "warning" "$T/err" || fail "a warning for stdin from /dev/null: $(cat "$T/err")"
+echo 1 | run_rc "$REPRUN" exec -o "$T/stdin3" --runs 1 -q -- wc -c
+! grep -q "warning" "$T/err" || fail "a warning for stdin from a pipe: $(cat "$T/err")"
 pass
+
