@@ -181,7 +181,27 @@ private:
     if (m_d.found || v.empty() || has_effects()) {
       return "";
     }
-    return fmt::format(" (no number differs: if it is expected to differ, pass --ignore-meta {})", v.front()->key);
+    const std::string key = common_key(v);
+    if (key.empty()) {
+      return "";
+    }
+    return fmt::format(" (no number differs: if it is expected to differ, pass --ignore-meta {})", key);
+  }
+  // The key prefix --ignore-meta takes for all of `v`: a key, or the section or folder they share
+  // ("inputs.files.imgs" for 300 files of imgs/); "" when they share none.
+  static std::string common_key(const std::vector<const MetaDelta*>& v) {
+    std::string p = v.front()->key;
+    for (const MetaDelta* m : v) {
+      p.resize(static_cast<size_t>(std::mismatch(p.begin(), p.end(), m->key.begin(), m->key.end()).first - p.begin()));
+    }
+    auto ends_a_part = [&](const std::string& key) {
+      return key.size() == p.size() ||
+             key[p.size()] == '.' || (key[p.size()] == '/' && p.rfind("inputs.files.", 0) == 0);
+    };
+    while (!p.empty() && !std::all_of(v.begin(), v.end(), [&](const MetaDelta* m) { return ends_a_part(m->key); })) {
+      p.pop_back();
+    }
+    return p;
   }
   void add(double order, std::string cause, std::string fix, bool claims_same_inputs = false) {
     m_out.push_back({order, {std::move(cause), std::move(fix), claims_same_inputs}});

@@ -1,6 +1,7 @@
 // What two runs read, compared: see include/reprun/audit/inputs_diff.hpp.
 #include "reprun/audit/inputs_diff.hpp"
 
+#include "reprun/core/error.hpp"
 #include "reprun/meta/inputs.hpp"
 #include "reprun/record/run_dir.hpp"
 
@@ -216,6 +217,19 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
     }
   }
   std::sort(paths.begin(), paths.end());
+  // --ignore-meta inputs.files.PATH names a file or folder of inputs.jsonl (the manifest holds only
+  // their digest): one that matches none of either run's would ignore nothing, in silence.
+  for (const auto& p : opt.ignore_meta) {
+    if (p.rfind("inputs.files.", 0) == 0 &&
+        std::none_of(paths.begin(), paths.end(), [&](const std::string& path) { return has_prefix("inputs.files." + path, p); })) {
+      std::vector<std::string> keys;
+      for (const auto& path : paths) {
+        keys.push_back("inputs.files." + path);
+      }
+      throw Error("--ignore-meta " + p,
+                  "matches no file either run read, so it would ignore nothing" + did_you_mean(p, keys));
+    }
+  }
   for (const auto& path : paths) {
     const auto ia = fa.find(path), ib = fb.find(path);
     const InputFile* x = ia == fa.end() ? nullptr : &ia->second;

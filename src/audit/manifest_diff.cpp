@@ -353,7 +353,10 @@ void refuse_unknown_ignores(const ojson& a, const ojson& b, const std::map<std::
     }
     for (const char* files : {"data.files", "inputs.files"}) { // compared file by file, not flattened
       const ojson::json_pointer ptr(std::string("/") + (files[0] == 'd' ? "data" : "inputs") + "/files");
-      const bool recorded = (a.is_object() && a.contains(ptr)) || (b.is_object() && b.contains(ptr));
+      // exec's manifests keep inputs' files in inputs.jsonl (their digest here), not in the manifest.
+      const ojson::json_pointer listed("/inputs/files_sha256");
+      auto has = [&](const ojson& m) { return m.is_object() && (m.contains(ptr) || (files[0] == 'i' && m.contains(listed))); };
+      const bool recorded = has(a) || has(b);
       // inputs.files.PATH: a file of inputs.jsonl, which the manifest need not list (a long list).
       known = known || (recorded && (has_prefix(files, p) || p.rfind(std::string(files) + ".", 0) == 0));
     }

@@ -97,6 +97,14 @@ grep -q "same inputs" "$T/out" && fail "(a) 'same inputs' with the data changed:
 # --ignore-meta inputs leaves the inputs out; the numbers still differ.
 expect_rc 1 "$REPRUN" diff --ignore-meta inputs "$T/A/run-1" "$T/B/run-1"
 first_meta "$T/out" | grep -q "dataset" && fail "(a) --ignore-meta inputs: $(cat "$T/out")"
+# A file's key or its folder's, as the causes' fixes name them (the files are listed in inputs.jsonl,
+# not the manifest: before, "matches no metadata key of either run"); a path neither run read is refused.
+for key in inputs.files.data/train.csv inputs.files.data; do
+  expect_rc 1 "$REPRUN" diff --ignore-meta $key "$T/A/run-1" "$T/B/run-1"
+  first_meta "$T/out" | grep -q "dataset" && fail "(a) --ignore-meta $key: $(cat "$T/out")"
+done
+expect_error "^reprun: error: --ignore-meta inputs.files.data/tain.csv: matches no file either run read, so it would ignore nothing \(did you mean 'inputs.files.data/train.csv'\?\)$" \
+  "$REPRUN" diff --ignore-meta inputs.files.data/tain.csv "$T/A/run-1" "$T/B/run-1"
 # The JSON report carries the change.
 expect_rc 1 "$REPRUN" diff --format json "$T/A/run-1" "$T/B/run-1"
 "$PY" - "$T/out" <<'PYCHECK' || fail "(a) JSON: $(head -c 3000 "$T/out")"

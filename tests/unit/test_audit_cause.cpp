@@ -148,6 +148,16 @@ TEST_CASE("cause: a run that stopped is resumed; equal numbers with a differing 
   d = diagnose(different(DivergenceKind::none, a, b));
   REQUIRE(d.size() == 1);
   CHECK(d[0].fix.find("--ignore-meta host.arch") != std::string::npos);
+  // Several keys: the section they share, which --ignore-meta takes as a prefix (the first key alone
+  // left the others counted), cut where a key's part ends.
+  a = train_manifest("ordered", 2);
+  b = a;
+  a["config"]["optimizer"] = {{"lr", 0.1}, {"momentum", 0.9}, {"name", "sgd"}};
+  b["config"]["optimizer"] = {{"lr", 0.2}, {"momentum", 0.8}, {"name", "sgd"}};
+  d = diagnose(different(DivergenceKind::none, a, b));
+  REQUIRE(d.size() == 1);
+  INFO(d[0].cause, " | ", d[0].fix);
+  CHECK(d[0].fix.find("pass --ignore-meta config.optimizer)") != std::string::npos);
 }
 
 TEST_CASE("cause: for the built-in trainer, facts its guarantees make irrelevant are listed, not counted") {
