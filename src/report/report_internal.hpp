@@ -15,6 +15,14 @@ std::string render_check_text(const CheckResult& r, bool color);
 // "dataset differs: 1 file added (part-004.csv, 8,120 bytes), 0 removed, 0 changed"
 std::string dataset_sentence(const DatasetDelta& d);
 
+// Each file an exec'd program read is a delta of its own, and a folder of 100,000 images re-encoded
+// would be 100,000 lines: the text, markdown and HTML reports show the first k_input_rows of those
+// counted and of those not, then how many more (JSON keeps every one).
+inline constexpr size_t k_input_rows = 20;
+bool is_input_file(const MetaDelta& m);
+// "... and 280 more files the program read differ (every one: --format json)"
+std::string more_inputs(size_t n, bool counted);
+
 // Where the divergence starts: the check's replay localization when it found one, else what the
 // diff's own trace shows (found is false when neither knows).
 Localization divergence_origin(const DiffResult& r, const Localization* loc);

@@ -72,8 +72,13 @@ std::string diff_markdown(const DiffResult& r, const std::string& heading, const
     }
   }
   bool header = false;
+  size_t inputs_shown = 0, inputs_left = 0;
   for (const auto& m : r.meta) {
     if (m.kind != MetaDelta::Kind::material) {
+      continue;
+    }
+    if (is_input_file(m) && inputs_shown++ >= k_input_rows) {
+      ++inputs_left;
       continue;
     }
     if (!header) {
@@ -86,6 +91,9 @@ std::string diff_markdown(const DiffResult& r, const std::string& heading, const
     std::string a = m.key == "data.files" ? dataset_sentence(r.dataset) : !m.detail.empty() ? m.detail : shown.first;
     o += fmt::format("| {} | {} | `{}` | {} | {} |\n", m.rank, m.category, esc_md(m.key), esc_md(a),
                      esc_md(said ? "" : shown.second));
+  }
+  if (inputs_left > 0) {
+    o += "| | | " + esc_md(more_inputs(inputs_left, true)) + " | | |\n";
   }
   if (header) {
     o += "\n";
@@ -373,7 +381,13 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
   o += gap_svg(r);
   o += "<h3>Metadata differences</h3>\n<div class=\"scroll\"><table><tr><th>rank</th><th>category</th><th>field</th>"
        "<th>A</th><th>B</th><th>counted</th></tr>\n";
+  size_t shown_inputs[2] = {0, 0}, left_inputs[2] = {0, 0}; // not counted, counted
   for (const auto& m : r.meta) {
+    const bool counted_row = m.kind == MetaDelta::Kind::material;
+    if (is_input_file(m) && shown_inputs[counted_row]++ >= k_input_rows) {
+      ++left_inputs[counted_row];
+      continue;
+    }
     const auto shown = shown_difference(m.a, m.b, 60);
     const bool said = m.key == "data.files" || !m.detail.empty(); // an input file: what changed in it
     std::string a = m.key == "data.files" ? dataset_sentence(r.dataset) : !m.detail.empty() ? m.detail : shown.first;
@@ -385,6 +399,11 @@ std::string html_section(const DiffResult& r, const std::string& title, const Lo
                      "<td class=\"v\">{}</td><td class=\"v\">{}</td></tr>\n",
                      m.rank, esc_xml(m.category), esc_xml(m.key), esc_xml(a), esc_xml(b),
                      m.why.empty() ? (counted ? "yes" : "no") : esc_xml((counted ? "yes: " : "no: ") + m.why));
+  }
+  for (const bool counted : {true, false}) {
+    if (left_inputs[counted] > 0) {
+      o += "<tr><td colspan=\"6\">" + esc_xml(more_inputs(left_inputs[counted], counted)) + "</td></tr>\n";
+    }
   }
   if (r.meta.empty()) {
     o += "<tr><td colspan=\"6\">none</td></tr>\n";

@@ -54,6 +54,13 @@ std::string indent(const std::string& text, const std::string& prefix) {
 
 } // namespace
 
+bool is_input_file(const MetaDelta& m) { return m.key.rfind("inputs.files.", 0) == 0; }
+
+std::string more_inputs(size_t n, bool counted) {
+  return fmt::format("... and {} more file{} the program read {} (every one: --format json)", n, n == 1 ? "" : "s",
+                     counted ? "differ" : "not counted");
+}
+
 std::string dataset_sentence(const DatasetDelta& d) {
   auto list = [](const std::vector<DataFileDelta>& v, bool use_b) {
     std::string s;
@@ -162,8 +169,13 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
       })) {
     o += "  [dataset] " + dataset_sentence(r.dataset) + "\n";
   }
+  size_t inputs_shown = 0, inputs_left = 0;
   for (const auto& m : r.meta) {
     if (m.kind == MetaDelta::Kind::material && m.key != "data.files") {
+      if (is_input_file(m) && inputs_shown++ >= k_input_rows) {
+        ++inputs_left;
+        continue;
+      }
       if (!m.detail.empty()) { // an input file: what changed in it, and for code the changed lines
         o += fmt::format("  [{}] {}: {}\n", m.category,
                          m.key.rfind("inputs.files.", 0) == 0 ? m.key.substr(13) : m.key, m.detail);
@@ -178,8 +190,12 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
                        is_effect(m) ? " (an effect, not a cause)" : !m.why.empty() ? " (" + m.why + ")" : "");
     }
   }
+  if (inputs_left > 0) {
+    o += "  " + more_inputs(inputs_left, true) + "\n";
+  }
   if (any_info) {
     o += st.dim("  not counted:") + "\n";
+    size_t quiet_shown = 0, quiet_left = 0;
     for (const auto& m : r.meta) {
       const char* why = !m.why.empty()                           ? m.why.c_str()
                         : m.kind == MetaDelta::Kind::informational ? "cannot change a result"
@@ -187,6 +203,10 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
                         : m.kind == MetaDelta::Kind::ignored     ? "ignored (--ignore-meta)"
                                                                  : nullptr;
       if (why && m.kind != MetaDelta::Kind::material && m.kind != MetaDelta::Kind::volatile_field) {
+        if (is_input_file(m) && quiet_shown++ >= k_input_rows) {
+          ++quiet_left;
+          continue;
+        }
         const bool files = m.key == "data.files" && r.dataset.any();
         o += st.dim(fmt::format("    {}: {} ({})", m.key,
                                 files ? dataset_sentence(r.dataset).substr(std::string("dataset differs: ").size())
@@ -194,6 +214,9 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
                                 why)) +
              "\n";
       }
+    }
+    if (quiet_left > 0) {
+      o += st.dim("    " + more_inputs(quiet_left, false)) + "\n";
     }
   }
   if (any_vol) {

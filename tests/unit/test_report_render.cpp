@@ -311,3 +311,34 @@ TEST_CASE("report: a check that could not give a verdict shows its error in ever
   CHECK(json["error"] == error);
   CHECK(json["config"] == "c.json");
 }
+
+TEST_CASE("report: the files a program read are shown 20 of each kind, then how many more; JSON keeps all") {
+  DiffResult r = sample_diff();
+  r.meta.clear();
+  for (int i = 0; i < 25; ++i) {
+    r.meta.push_back({fmt::format("inputs.files.imgs/{:03d}.png", i), "dataset", 1, "aa", "bb", MetaDelta::Kind::material,
+                      "", "1,024 -> 1,024 bytes; the first differing block is bytes 0-1,024"});
+  }
+  for (int i = 0; i < 22; ++i) {
+    r.meta.push_back({fmt::format("inputs.files.old/{:03d}.png", i), "dataset", 1, "aa", "bb", MetaDelta::Kind::ignored,
+                      "", "1,024 -> 1,024 bytes"});
+  }
+  r.meta.push_back({"config.optimizer.lr", "config", 2, "0.1", "0.2", MetaDelta::Kind::material});
+  const std::string text = render_diff(r, ReportFormat::text, false);
+  CHECK(text.find("  [dataset] imgs/019.png: 1,024 -> 1,024 bytes") != std::string::npos);
+  CHECK(text.find("imgs/020.png") == std::string::npos);
+  CHECK(text.find("\n  ... and 5 more files the program read differ (every one: --format json)\n") != std::string::npos);
+  CHECK(text.find("[config] config.optimizer.lr: 0.1 -> 0.2") != std::string::npos); // not cut with the files
+  CHECK(text.find("inputs.files.old/019.png") != std::string::npos);
+  CHECK(text.find("inputs.files.old/020.png") == std::string::npos);
+  CHECK(text.find("\n    ... and 2 more files the program read not counted (every one: --format json)\n") !=
+        std::string::npos);
+  const std::string md = render_diff(r, ReportFormat::markdown, false);
+  CHECK(md.find("imgs/020.png") == std::string::npos);
+  CHECK(md.find("... and 5 more files the program read differ") != std::string::npos);
+  const std::string html = render_diff(r, ReportFormat::html, false);
+  CHECK(html.find("imgs/020.png") == std::string::npos);
+  CHECK(html.find("... and 5 more files the program read differ") != std::string::npos);
+  CHECK(html.find("... and 2 more files the program read not counted") != std::string::npos);
+  CHECK(diff_to_json(r)["metadata"].size() == 48);
+}
