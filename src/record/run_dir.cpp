@@ -539,17 +539,25 @@ std::string RunDir::verified_op_trace() const {
 std::vector<ojson> RunDir::read_inputs() const {
   std::vector<ojson> out;
   const std::string path = file(RunFile::inputs);
-  if (!exists_no_follow(path)) {
+  const bool present = exists_no_follow(path);
+  const ojson summary = read_summary();
+  const auto want = facts_in(summary, "inputs_log", file(RunFile::summary));
+  if (!present) {
+    if (want) { // recorded, then lost: reading it as "read nothing" would make every file a difference
+      throw Error(path, fmt::format("missing: {} records {} line{} of what the program read (the run directory was "
+                                    "copied or cleaned without it)",
+                                    name(RunFile::summary), want->records, want->records == 1 ? "" : "s"));
+    }
     return out;
   }
   refuse_link(path);
-  const ojson summary = read_summary();
-  if (const auto want = facts_in(summary, "inputs_log", file(RunFile::summary))) {
+  if (want) {
     const LogFacts got = log_facts(RunFile::inputs);
     if (got != *want) {
-      throw Error(path, fmt::format("damaged: its {} records do not match the digest in {} ({} records, {}): the "
-                                    "file was edited after the run wrote it",
-                                    got.records, name(RunFile::summary), want->records, want->xxh3));
+      throw Error(path, fmt::format("damaged: its {} {} not match the digest in {} ({} records, {}): the file was "
+                                    "edited after the run wrote it",
+                                    got.records, got.records == 1 ? "record does" : "records do",
+                                    name(RunFile::summary), want->records, want->xxh3));
     }
   }
   const std::string text = read_file(path);

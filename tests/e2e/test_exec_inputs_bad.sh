@@ -6,7 +6,9 @@
 #  (b) a program that opens one file 50,000 times: one record of it;
 #  (c) an install path with a space (which LD_PRELOAD cannot carry): a note, the run recorded, its
 #      Python process's files still recorded by the audit hook;
-#  (d) a file made unreadable after the program read it (not as root): a note, no digest.
+#  (d) a file made unreadable after the program read it (not as root): a note, no digest;
+#  (e) a record whose inputs.jsonl was lost or cut: diff refuses it (exit 2), never reads it as a
+#      program that read nothing.
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 
@@ -94,4 +96,15 @@ PYSRC
   grep -q '"path":"locked.csv".*"note":"[^"]*cannot read' "$T/d/run-1/inputs.jsonl" || fail "(d) $(grep locked "$T/d/run-1/inputs.jsonl")"
   chmod 644 locked.csv
 fi
+
+# (e) inputs.jsonl lost or cut after the record: before, a lost one was "read nothing" and every file
+# the other run read a difference.
+"$REPRUN" exec -o "$T/e" --runs 1 -q -- "$PY" -c 'open("real.csv").read()' >"$T/out" 2>"$T/err" || fail "(e) exit $?: $(cat "$T/err")"
+cp -r "$T/e" "$T/e2"
+rm "$T/e2/run-1/inputs.jsonl"
+expect_error "^reprun: error: .*e2/run-1/inputs.jsonl: missing: summary.json records [0-9]+ lines of what the program read" \
+  "$REPRUN" diff "$T/e/run-1" "$T/e2/run-1"
+head -n 1 "$T/e/run-1/inputs.jsonl" >"$T/e2/run-1/inputs.jsonl"
+expect_error "^reprun: error: .*e2/run-1/inputs.jsonl: damaged: its 1 record does not match the digest in summary.json" \
+  "$REPRUN" diff "$T/e/run-1" "$T/e2/run-1"
 pass
