@@ -177,8 +177,7 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
         continue;
       }
       if (!m.detail.empty()) { // an input file: what changed in it, and for code the changed lines
-        o += fmt::format("  [{}] {}: {}\n", m.category,
-                         m.key.rfind("inputs.files.", 0) == 0 ? m.key.substr(13) : m.key, m.detail);
+        o += fmt::format("  [{}] {}: {}\n", m.category, is_input_file(m) ? m.key.substr(13) : m.key, m.detail);
         std::istringstream lines(m.lines);
         for (std::string l; std::getline(lines, l);) {
           o += "      " + l + "\n";
