@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 namespace reprun {
 
@@ -194,19 +195,38 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
     return;
   }
   const RunDir da = RunDir::open(a), db = RunDir::open(b);
-  std::map<std::string, InputFile> fa, fb;
+  // fa, fb: the inputs (data and code); wa, wb: the files each run wrote, or read after an earlier run
+  // of its exec wrote them (a cache, a download), which are not inputs.
+  std::map<std::string, InputFile> fa, fb, wa, wb;
   for (const auto& j : da.read_inputs()) {
     InputFile f = input_from_json(j);
     if (f.cls == "data" || f.cls == "code") {
       fa.emplace(f.path, std::move(f));
+    } else if (f.cls == "written" && !f.folder) {
+      wa.emplace(f.path, std::move(f));
     }
   }
   for (const auto& j : db.read_inputs()) {
     InputFile f = input_from_json(j);
     if (f.cls == "data" || f.cls == "code") {
       fb.emplace(f.path, std::move(f));
+    } else if (f.cls == "written" && !f.folder) {
+      wb.emplace(f.path, std::move(f));
     }
   }
+  // What one run read of the files the other made: `made_by_a` the names of those B read as A left
+  // them (so that what A read to make them and B did not is no difference), and the same for B.
+  std::vector<std::string> made_by_a, made_by_b;
+  for (const auto& [w, r, made] : {std::tuple{&wa, &wb, &made_by_a}, std::tuple{&wb, &wa, &made_by_b}}) {
+    for (const auto& [path, f] : *r) {
+      const auto m = w->find(path);
+      if (f.read && !f.written && f.existed && m != w->end() && m->second.left && m->second.left->size == f.size &&
+          m->second.left->mtime_ns == f.mtime_ns) {
+        made->push_back(path); // read in the state the other run left it (an earlier run of one exec)
+      }
+    }
+  }
+  std::vector<size_t> only_a, only_b; // the deltas of files read by one run only
   std::vector<std::string> paths;
   for (const auto& [p, f] : fa) {
     paths.push_back(p);
@@ -240,10 +260,40 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
     d.category = any.cls == "code" ? "code" : "dataset";
     d.rank = any.cls == "code" ? 2 : 1;
     d.kind = MetaDelta::Kind::material;
-    if (!x || !y) {
+    const auto& other_wrote = x ? wb : wa;
+    const auto made = other_wrote.find(path);
+    if ((!x || !y) && !any.folder && made != other_wrote.end() && made->second.left) {
+      // A file the other run made (and left), which this one read: the same file, or what changed.
+      const LeftFile& left = *made->second.left;
+      const char* maker = x ? "B" : "A";
+      const char* reader = x ? "A" : "B";
+      bool same = false;
+      std::string how;
+      if (left.hashed && any.hashed) {
+        same = left.content.sha256 == any.content.sha256;
+        how = same ? "the same bytes" : describe_content_change(left.content, any.content);
+        d.a = x ? any.content.sha256 : left.content.sha256;
+        d.b = x ? left.content.sha256 : any.content.sha256;
+      } else {
+        same = any.existed && left.size == any.size && left.mtime_ns == any.mtime_ns;
+        how = same ? "the same size and time (too large to read again)" : fmt::format("{} -> {} bytes", grouped(static_cast<long long>(left.size)), grouped(static_cast<long long>(any.size)));
+        d.a = x ? "read" : "written";
+        d.b = x ? "written" : "read";
+      }
+      if (same) {
+        d.kind = MetaDelta::Kind::informational;
+        d.why = fmt::format("{} read the file {} wrote: {}", reader, maker, how);
+        d.a = x ? "read" : "written";
+        d.b = x ? "written" : "read";
+        (x ? made_by_b : made_by_a).push_back(path);
+      } else {
+        d.detail = fmt::format("{} wrote it and {} read other bytes: {}", maker, reader, how);
+      }
+    } else if (!x || !y) {
       d.a = x ? (x->folder ? "a folder" : "read") : "(not read)";
       d.b = y ? (y->folder ? "a folder" : "read") : "(not read)";
       d.detail = fmt::format("read by {} only{}", x ? "A" : "B", any.opened_by.empty() ? "" : " (" + any.opened_by + ")");
+      (x ? only_a : only_b).push_back(r.meta.size());
     } else if (x->folder || y->folder) {
       if (x->listing_sha256 == y->listing_sha256) {
         continue;
@@ -299,6 +349,20 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       }
     }
     r.meta.push_back(std::move(d));
+  }
+  // A run that read what the other made (its cache, its download, as the other left it) did not need
+  // what the other read to make it: a file read by the maker only is no difference, and is said.
+  for (const auto& [only, made, maker, reader] : {std::tuple{&only_a, &made_by_a, "A", "B"}, std::tuple{&only_b, &made_by_b, "B", "A"}}) {
+    if (made->empty()) {
+      continue;
+    }
+    for (const size_t i : *only) {
+      MetaDelta& m = r.meta[i];
+      if (m.kind == MetaDelta::Kind::material) {
+        m.kind = MetaDelta::Kind::informational;
+        m.why = fmt::format("read by {} only: {} read instead what {} made ({})", maker, reader, maker, name_list(*made, 3));
+      }
+    }
   }
   // A file the arguments name (the script, a data file) is compared here, with what changed in it:
   // its argument entry is not counted a second time.

@@ -396,7 +396,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       made_in.insert(parent_of(path));
     }
   }
-  std::vector<Seen*> to_hash;
+  std::vector<Seen*> to_hash, to_leave;
   for (auto& [path, s] : seen) {
     InputFile& f = s.f;
     f.existed = s.ok_open && !s.created;
@@ -422,6 +422,9 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       f.stat_only = under_any(path, opt.stat_only_dirs);
       to_hash.push_back(&s);
     }
+    if (f.cls == "written" && !f.folder && data_place && !under_any(path, opt.stat_only_dirs)) {
+      to_leave.push_back(&s); // what the run made there, which a later run may read (a cache, a download)
+    }
     if (f.folder && f.cls == "data") {
       // Only a folder that holds a file the run made or one of reprun's folders has entries to leave
       // out: the others' are not looked up one by one.
@@ -441,8 +444,28 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       });
     }
   }
+  // What the run made in a place of data, as it left it (LeftFile): its state now, and its content
+  // for the first files in path order up to k_left_hash_total bytes in all, k_left_hash_cap each (a
+  // run that unpacks a large data set reads it whole only when a later run reads it).
+  std::sort(to_leave.begin(), to_leave.end(), [](const Seen* a, const Seen* b) { return a->f.path < b->f.path; });
+  std::vector<std::pair<Seen*, struct stat>> left_to_hash;
+  uint64_t left_bytes = 0;
+  for (Seen* s : to_leave) {
+    struct stat st {};
+    if (::stat(s->f.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      continue;
+    }
+    auto left = std::make_shared<LeftFile>();
+    left->size = static_cast<uint64_t>(st.st_size);
+    left->mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    if (left->size <= k_left_hash_cap && left_bytes + left->size <= k_left_hash_total) {
+      left_bytes += left->size;
+      left_to_hash.emplace_back(s, st);
+    }
+    s->f.left = std::move(left);
+  }
   // Fingerprint what counts, in parallel; a file is read once.
-  uint64_t total = 0;
+  uint64_t total = left_bytes;
   for (const Seen* s : to_hash) {
     total += s->f.size;
   }
@@ -472,13 +495,48 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
         names.emplace(parent_of(s->f.path));
       }
     }
+    for (const auto& [s, st] : left_to_hash) {
+      names.emplace(parent_of(s->f.path));
+    }
     folders.load(std::vector<std::string>(names.begin(), names.end()));
   }
+  // The summary of `path` in the state `st`: from the cache, or read (and kept in the cache when the
+  // file did not change while it was read). Throws Error naming an unreadable file.
+  auto fingerprint = [&](const std::string& path, const struct stat& st, ContentSummary& out) {
+    const bool small = static_cast<uint64_t>(st.st_size) < k_content_cache_min;
+    const std::string_view folder = small ? parent_of(path) : std::string_view();
+    if (small ? folders.lookup(folder, st, out) : content_cache_lookup(cache_dir, st, out)) {
+      return;
+    }
+    out = summarize_content(path);
+    struct stat after {};
+    if (::stat(path.c_str(), &after) == 0 && same_state(st, after)) { // unchanged while it was read
+      if (small) {
+        folders.store(std::string(folder), st, out);
+      } else {
+        content_cache_store(cache_dir, st, out);
+      }
+    }
+  };
+  const size_t jobs = to_hash.size() + left_to_hash.size();
   const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  ThreadPool pool(std::min<int>(threads, std::max<int>(1, static_cast<int>(to_hash.size()))));
-  pool.parallel_for(static_cast<int>(to_hash.size()), [&](int i, int) {
-    InputFile& f = to_hash[static_cast<size_t>(i)]->f;
+  ThreadPool pool(std::min<int>(threads, std::max<int>(1, static_cast<int>(jobs))));
+  pool.parallel_for(static_cast<int>(jobs), [&](int i, int) {
+    if (static_cast<size_t>(i) >= to_hash.size()) {
+      const auto& [s, st] = left_to_hash[static_cast<size_t>(i) - to_hash.size()];
+      auto left = std::make_shared<LeftFile>(*s->f.left);
+      try {
+        fingerprint(s->f.path, st, left->content);
+        left->hashed = true;
+        s->f.left = std::move(left);
+      } catch (const Error&) {
+        // gone or unreadable since: its size and time say what can be said
+      }
+      done += st.st_size;
+      return;
+    }
     struct stat st {};
+    InputFile& f = to_hash[static_cast<size_t>(i)]->f;
     if (::stat(f.path.c_str(), &st) != 0) {
       f.note = "gone before reprun read it (removed after the run)";
       return;
@@ -494,24 +552,9 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       done += f.size;
       return;
     }
-    const bool small = static_cast<uint64_t>(st.st_size) < k_content_cache_min;
-    const std::string_view folder = small ? parent_of(f.path) : std::string_view();
-    if (small ? folders.lookup(folder, st, f.content) : content_cache_lookup(cache_dir, st, f.content)) {
-      f.hashed = true;
-      done += f.size;
-      return;
-    }
     try {
-      f.content = summarize_content(f.path);
+      fingerprint(f.path, st, f.content);
       f.hashed = true;
-      struct stat after {};
-      if (::stat(f.path.c_str(), &after) == 0 && same_state(st, after)) { // unchanged while it was read
-        if (small) {
-          folders.store(std::string(folder), st, f.content);
-        } else {
-          content_cache_store(cache_dir, st, f.content);
-        }
-      }
     } catch (const Error& e) {
       f.note = e.what();
     }

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <fmt/format.h>
 #include <iterator>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -196,6 +197,17 @@ void append_input_line(std::string& out, const InputFile& f) {
     out += ",\"names\":";
     append_array(out, f.names, append_json_name);
   }
+  if (f.left) {
+    out += ",\"left\":{\"size\":";
+    append_number(out, f.left->size);
+    out += ",\"mtime_ns\":";
+    append_number(out, f.left->mtime_ns);
+    if (f.left->hashed) {
+      out += ",\"content\":";
+      append_content(out, f.left->content);
+    }
+    out += '}';
+  }
   if (f.code_copy >= 0) {
     out += ",\"code_copy\":";
     append_number(out, f.code_copy);
@@ -236,6 +248,17 @@ InputFile input_from_json(const ojson& j) {
   if (j.contains("content") && j["content"].is_object()) {
     f.hashed = true;
     f.content = content_from_json(j["content"]);
+  }
+  if (j.contains("left") && j["left"].is_object()) {
+    const ojson& l = j["left"];
+    auto left = std::make_shared<LeftFile>();
+    left->size = l.value("size", uint64_t{0});
+    left->mtime_ns = l.value("mtime_ns", int64_t{0});
+    if (l.contains("content") && l["content"].is_object()) {
+      left->hashed = true;
+      left->content = content_from_json(l["content"]);
+    }
+    f.left = std::move(left);
   }
   return f;
 }

@@ -9,6 +9,7 @@
 #include "testing.hpp"
 
 #include <map>
+#include <memory>
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -151,11 +152,33 @@ TEST_CASE("Inputs: a record line is the JSON nlohmann's dump() writes, whatever 
   binary.content.text = false;
   binary.content.block_bytes = 1 << 20;
   binary.stat_only = true;
-  for (const InputFile& in : {f, folder, binary}) {
+  // A file the run wrote, as it left it: with its content, and one too large to read again.
+  InputFile made = binary;
+  made.cls = "written";
+  made.hashed = false;
+  made.written = true;
+  auto left = std::make_shared<LeftFile>();
+  left->size = 12;
+  left->mtime_ns = 1795733779143018287;
+  left->hashed = true;
+  left->content = binary.content;
+  made.left = left;
+  InputFile large = made;
+  auto unread = std::make_shared<LeftFile>();
+  unread->size = k_left_hash_cap + 1;
+  unread->mtime_ns = 7;
+  large.left = unread;
+  for (const InputFile& in : {f, folder, binary, made, large}) {
     const nlohmann::ordered_json j = nlohmann::ordered_json::parse(input_line(in)); // valid JSON
     CHECK(input_line(input_from_json(j)) == input_line(in));                        // read back the same
     CHECK(j.dump() + "\n" == input_line(in));                                       // as dump() writes it
   }
+  const auto back = input_from_json(nlohmann::ordered_json::parse(input_line(made)));
+  REQUIRE(back.left);
+  CHECK((back.left->hashed && back.left->content.sha256 == binary.content.sha256 && back.left->mtime_ns == left->mtime_ns));
+  const auto large_back = input_from_json(nlohmann::ordered_json::parse(input_line(large)));
+  REQUIRE(large_back.left);
+  CHECK((!large_back.left->hashed && large_back.left->size == k_left_hash_cap + 1));
   CHECK(nlohmann::ordered_json::parse(input_line(f))["path"] == std::string("dir/we\"ird\\ta\tb\x01\x7f\\xFF\xc3\xa9.csv"));
 }
 

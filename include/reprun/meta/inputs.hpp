@@ -12,7 +12,9 @@
 //   other    the standard library, packages, caches, /etc, /proc, /sys, /dev, temporary files,
 //            reprun's own: recorded with what the open saw (size, time), never counted
 //   written  files the program wrote before reading them (checkpoints, downloads, outputs), or
-//            that an earlier run of the same exec wrote: not inputs
+//            that an earlier run of the same exec wrote: not inputs; one in a place of data is
+//            looked at again after the run (LeftFile), so that a later run which reads what this
+//            one made (a cache, a download) is matched with it
 // It is not a sandbox and not a tracer of system calls: a process that the preload library cannot
 // see (statically linked, or started with LD_PRELOAD cleared) is named as unrecorded.
 #pragma once
@@ -21,6 +23,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -43,6 +46,20 @@ struct ContentSummary {
   std::vector<uint32_t> tail;        // text: a 32-bit digest of each of the last lines
 };
 
+// A file the run wrote in a place of data, as the run left it: looked at after the run, its content
+// fingerprinted up to k_left_hash_cap bytes (a larger one: its size and time only).
+struct LeftFile {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  bool hashed = false;
+  ContentSummary content;            // when hashed
+};
+
+// The largest written file whose content is fingerprinted after the run (LeftFile).
+constexpr uint64_t k_left_hash_cap = 256ull << 20;
+// ... and the most bytes of them fingerprinted after one run, in all (the first files by path).
+constexpr uint64_t k_left_hash_total = 1ull << 30;
+
 struct InputFile {
   std::string path;                  // relative to the working directory when under it
   std::string cls;                   // data | code | other | written
@@ -60,6 +77,7 @@ struct InputFile {
   std::string listing_sha256;        // folders: of the sorted names
   std::vector<std::string> names;    // folders: the sorted names
   long code_copy = -1;               // code: its text's copy in the run directory (code/<n>.txt)
+  std::shared_ptr<const LeftFile> left; // written, in a place of data, and there after the run
 };
 
 struct Unrecorded {

@@ -1,0 +1,74 @@
+# What a program read when it reads what it made (issue 36): a script that builds a cache from its
+# raw table on its first run and reads the cache from then on (a download, a preprocessing step):
+#  (a) one exec of it: run-1 reads raw.csv and makes cache.txt, run-2 reads cache.txt: PASS, never
+#      "raw.csv: read by A only" (before: FAIL, the training data changed);
+#  (b) a reference run that made the cache and a later run that read it: diff exits 0, saying that
+#      B read the file A wrote (the same bytes) and that B read it instead of raw.csv;
+#  (c) the cache made again by someone else, with other bytes: diff exits 1, the first difference and
+#      the first cause name cache.txt (A wrote it, B read other bytes: the line that changed);
+#  (d) the record keeps the state each run left its written files in ("left": size, time, content).
+source "$(dirname "$0")/lib.sh"
+PY=$(command -v python3) || skip "no python3"
+[[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
+
+first_meta() { sed -n '/^Metadata differences/{n;p;q}' "$1"; }
+first_cause() { sed -n '/^Likely cause/{n;p;q}' "$1"; }
+
+printf 'x,y\n1,2\n2,4\n3,6.5\n4,8\n' >raw.csv
+cat >prep.py <<'PYSRC'
+import os
+if not os.path.exists("cache.txt"):
+    rows = [line.strip().split(",") for line in open("raw.csv")][1:]
+    with open("cache.txt", "w") as f:
+        for x, y in rows:
+            f.write("%s %s\n" % (float(x), float(y)))
+pairs = [tuple(map(float, line.split())) for line in open("cache.txt")]
+w = 0.0
+for step in range(1, 11):
+    g = sum((w * x - y) * x for x, y in pairs) / len(pairs)
+    w -= 0.05 * g
+    print("step", step, "w", repr(w))
+PYSRC
+
+# (a) one exec: run-1 makes the cache, run-2 reads it.
+expect_rc 0 "$REPRUN" exec -o "$T/E" -q -- "$PY" prep.py
+grep -q '^PASS: 2 runs of the program identical' "$T/out" || fail "(a) $(cat "$T/out")"
+grep -q 'raw.csv' "$T/out" && fail "(a) raw.csv named: $(cat "$T/out")"
+
+# (d) what run-1 left: the cache's size, time and content.
+"$PY" - "$T/E/run-1/inputs.jsonl" <<'PYCHECK' || fail "(d) $(grep cache.txt "$T/E/run-1/inputs.jsonl")"
+import json, sys
+rec = {r["path"]: r for r in map(json.loads, open(sys.argv[1]))}
+c = rec["cache.txt"]
+assert c["class"] == "written" and c["written"], c
+left = c["left"]
+assert left["size"] == 32 and left["mtime_ns"] > 0, left
+assert left["content"]["size"] == 32 and len(left["content"]["sha256"]) == 64, left
+assert rec["raw.csv"]["class"] == "data", rec["raw.csv"]
+PYCHECK
+
+# (b) a reference that made the cache, a later run that read it.
+rm -f cache.txt
+expect_rc 0 "$REPRUN" exec -o "$T/A" --runs 1 -q -- "$PY" prep.py
+expect_rc 0 "$REPRUN" exec -o "$T/B" --runs 1 -q -- "$PY" prep.py
+expect_rc 0 "$REPRUN" diff "$T/A/run-1" "$T/B/run-1"
+grep -q '^IDENTICAL' "$T/out" || fail "(b) $(cat "$T/out")"
+grep -qF 'inputs.files.cache.txt: written -> read (B read the file A wrote: the same bytes)' "$T/out" ||
+  fail "(b) the cache: $(cat "$T/out")"
+grep -qF 'inputs.files.raw.csv: read -> (not read) (read by A only: B read instead what A made (cache.txt))' "$T/out" ||
+  fail "(b) the raw table: $(cat "$T/out")"
+# The other way round, the same.
+expect_rc 0 "$REPRUN" diff "$T/B/run-1" "$T/A/run-1"
+grep -qF 'inputs.files.cache.txt: read -> written (A read the file B wrote: the same bytes)' "$T/out" ||
+  fail "(b) B against A: $(cat "$T/out")"
+
+# (c) the cache made again with other bytes (line 3 changed), then read by a later run.
+printf '1.0 2.0\n2.0 4.0\n3.0 6.0\n4.0 8.0\n' >cache.txt
+expect_rc 0 "$REPRUN" exec -o "$T/C" --runs 1 -q -- "$PY" prep.py
+expect_rc 1 "$REPRUN" diff "$T/A/run-1" "$T/C/run-1"
+first_meta "$T/out" | grep -qF '[dataset] cache.txt: A wrote it and B read other bytes: line 3 changed (4 lines in both)' ||
+  fail "(c) first difference: $(cat "$T/out")"
+first_cause "$T/out" | grep -qF 'the training data changed (cache.txt: A wrote it and B read other bytes' ||
+  fail "(c) first cause: $(cat "$T/out")"
+grep -q 'raw.csv: read by A only' "$T/out" || fail "(c) raw.csv, read by A only, counted: $(cat "$T/out")"
+pass
