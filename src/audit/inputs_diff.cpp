@@ -276,7 +276,7 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
         d.b = x ? left.content.sha256 : any.content.sha256;
       } else {
         same = any.existed && left.size == any.size && left.mtime_ns == any.mtime_ns;
-        how = same ? "the same size and time (too large to read again)" : fmt::format("{} -> {} bytes", grouped(static_cast<long long>(left.size)), grouped(static_cast<long long>(any.size)));
+        how = same ? "the same size and time (its content was not read after the run)" : fmt::format("{} -> {} bytes", grouped(static_cast<long long>(left.size)), grouped(static_cast<long long>(any.size)));
         d.a = x ? "read" : "written";
         d.b = x ? "written" : "read";
       }

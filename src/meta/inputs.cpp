@@ -422,7 +422,8 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       f.stat_only = under_any(path, opt.stat_only_dirs);
       to_hash.push_back(&s);
     }
-    if (f.cls == "written" && !f.folder && data_place && !under_any(path, opt.stat_only_dirs)) {
+    if (f.cls == "written" && !f.folder && data_place) {
+      f.stat_only = under_any(path, opt.stat_only_dirs); // its size and time only
       to_leave.push_back(&s); // what the run made there, which a later run may read (a cache, a download)
     }
     if (f.folder && f.cls == "data") {
@@ -458,7 +459,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     auto left = std::make_shared<LeftFile>();
     left->size = static_cast<uint64_t>(st.st_size);
     left->mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    if (left->size <= k_left_hash_cap && left_bytes + left->size <= k_left_hash_total) {
+    if (!s->f.stat_only && left->size <= k_left_hash_cap && left_bytes + left->size <= k_left_hash_total) {
       left_bytes += left->size;
       left_to_hash.emplace_back(s, st);
     }

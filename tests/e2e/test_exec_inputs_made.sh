@@ -6,7 +6,8 @@
 #      B read the file A wrote (the same bytes) and that B read it instead of raw.csv;
 #  (c) the cache made again by someone else, with other bytes: diff exits 1, the first difference and
 #      the first cause name cache.txt (A wrote it, B read other bytes: the line that changed);
-#  (d) the record keeps the state each run left its written files in ("left": size, time, content).
+#  (d) the record keeps the state each run left its written files in ("left": size, time, content);
+#  (e) under --stat-only, the cache is matched by its size and time.
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 [[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
@@ -71,4 +72,14 @@ first_meta "$T/out" | grep -qF '[dataset] cache.txt: A wrote it and B read other
 first_cause "$T/out" | grep -qF 'the training data changed (cache.txt: A wrote it and B read other bytes' ||
   fail "(c) first cause: $(cat "$T/out")"
 grep -q 'raw.csv: read by A only' "$T/out" || fail "(c) raw.csv, read by A only, counted: $(cat "$T/out")"
+
+# (e) --stat-only: the cache's size and time, never its content.
+rm -f cache.txt
+expect_rc 0 "$REPRUN" exec -o "$T/SA" --runs 1 -q --stat-only . -- "$PY" prep.py
+grep -q '"path":"cache.txt","class":"written".*"stat_only":true,"left":{"size":32,"mtime_ns":[0-9]*}}' "$T/SA/run-1/inputs.jsonl" ||
+  fail "(e) $(grep cache.txt "$T/SA/run-1/inputs.jsonl")"
+expect_rc 0 "$REPRUN" exec -o "$T/SB" --runs 1 -q --stat-only . -- "$PY" prep.py
+expect_rc 0 "$REPRUN" diff "$T/SA/run-1" "$T/SB/run-1"
+grep -qF 'inputs.files.cache.txt: written -> read (B read the file A wrote: the same size and time (its content was not read after the run))' "$T/out" ||
+  fail "(e) $(cat "$T/out")"
 pass
