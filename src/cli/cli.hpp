@@ -51,7 +51,7 @@ struct WorkDir {
   bool keep = false; // --keep: a temporary one stays, whatever the result
 };
 struct ReportFiles {
-  std::string junit, markdown, html;
+  std::string junit, markdown, html, json;
 };
 void add_report_options(CLI::App& sub, std::string& format, ReportFiles& files);
 // Refuses, before any training, a report file that cannot be written at the end: an existing
@@ -63,7 +63,7 @@ void add_work_options(CLI::App& sub, std::string& work, bool& keep);
 // a run was ended at its time limit (else says where they are); returns the exit code (0
 // identical, 1 different, 2 when a run failed: CheckResult::error).
 int finish_runs(CheckResult r, const std::string& format, const ReportFiles& files, const WorkDir& work);
-// After an error (exit 2): writes the error into the --junit, --markdown and --html files and
+// After an error (exit 2): writes the error into the --junit, --markdown, --html and --json files and
 // $GITHUB_STEP_SUMMARY, so that a CI view shows it; a report that cannot be written is skipped
 // (the error line on stderr stays the one that counts).
 void write_error_reports(const std::string& kind, const std::string& subject, const std::string& error,

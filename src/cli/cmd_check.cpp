@@ -1,5 +1,5 @@
 // `reprun check CONFIG.json [-o WORK_DIR] [--keep] [--runs N] [--vary DIM=V1,V2,...]... [--set KEY=VALUE]... [--device D]
-//  [--format F] [--junit FILE] [--markdown FILE] [--html FILE] [--quiet]`
+//  [--format F] [--junit FILE] [--markdown FILE] [--html FILE] [--json FILE] [--quiet]`
 #include "cli/cli.hpp"
 
 #include "reprun/gate/check.hpp"
@@ -27,7 +27,7 @@ struct CheckFlags {
 
 int run(const CheckFlags& f) {
   parse_report_format(f.format); // a bad --format or report path fails before any training
-  check_report_paths({f.files.junit, f.files.markdown, f.files.html});
+  check_report_paths({f.files.junit, f.files.markdown, f.files.html, f.files.json});
   CheckOptions opt;
   opt.config = f.config;
   opt.runs = f.runs;

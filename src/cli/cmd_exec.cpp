@@ -1,7 +1,7 @@
 // `reprun exec [-o WORK_DIR] [--keep] [--runs N] [--no-pin] [--pin NAME=VALUE]... [--vary env:NAME=V1,V2]...
 //  [--vary resume=N1,N2] [--resume-arg ARG]... [--resume-deadline DURATION] [--time-limit DURATION]
 //  [--artifact PATH]... [--loss-regex REGEX] [--format F] [--junit FILE] [--markdown FILE]
-//  [--html FILE] [--quiet] [--no-capture] [--no-localize] [--trace-steps N] [--ignore-meta KEY]...
+//  [--html FILE] [--json FILE] [--quiet] [--no-capture] [--no-localize] [--trace-steps N] [--ignore-meta KEY]...
 //  -- PROGRAM ARGS...`
 #include "cli/cli.hpp"
 
@@ -87,7 +87,7 @@ int run(ExecFlags& f) {
   ExecOptions& opt = f.opt;
   refuse_unknown_option(*f.app, f.app->remaining());
   parse_report_format(f.format);
-  check_report_paths({f.files.junit, f.files.markdown, f.files.html});
+  check_report_paths({f.files.junit, f.files.markdown, f.files.html, f.files.json});
   if (!f.time_limit.empty()) {
     opt.time_limit = parse_time_limit(f.time_limit);
   }

@@ -60,6 +60,9 @@ int finish_runs(CheckResult r, const std::string& format_name, const ReportFiles
   if (!files.html.empty()) {
     write_file_atomic(files.html, render_check(r, ReportFormat::html, false));
   }
+  if (!files.json.empty()) {
+    write_file_atomic(files.json, render_check(r, ReportFormat::json, false));
+  }
   if (const char* summary = std::getenv("GITHUB_STEP_SUMMARY"); summary && *summary) {
     std::ofstream(summary, std::ios::app) << render_check(r, ReportFormat::markdown, false) << "\n";
   }
@@ -75,7 +78,8 @@ int finish_runs(CheckResult r, const std::string& format_name, const ReportFiles
 void write_error_reports(const std::string& kind, const std::string& subject, const std::string& error,
                          const ReportFiles& files) {
   const std::pair<const std::string*, ReportFormat> reports[] = {
-      {&files.junit, ReportFormat::junit}, {&files.markdown, ReportFormat::markdown}, {&files.html, ReportFormat::html}};
+      {&files.junit, ReportFormat::junit}, {&files.markdown, ReportFormat::markdown}, {&files.html, ReportFormat::html},
+      {&files.json, ReportFormat::json}};
   for (const auto& [path, format] : reports) {
     if (path->empty()) {
       continue;
@@ -117,6 +121,7 @@ void add_report_options(CLI::App& sub, std::string& format, ReportFiles& files) 
   sub.add_option("--junit", files.junit, "Also write a JUnit XML report to FILE");
   sub.add_option("--markdown", files.markdown, "Also write a Markdown report to FILE");
   sub.add_option("--html", files.html, "Also write a self-contained HTML report to FILE");
+  sub.add_option("--json", files.json, "Also write the JSON report to FILE (the text report stays on stdout)");
 }
 
 } // namespace reprun::cli

@@ -5,7 +5,10 @@ small_config "$T/c.json"
 expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/w1" --vary threads=1,2,3 -q
 grep -q '^PASS: 3 runs bitwise identical' "$T/out" || fail "check threads: $(head -1 "$T/out")"
 [[ -d "$T/w1/run-3" ]] || fail "run-3 missing"
-expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/w2" --vary resume=15 --vary threads=2,1 -q --junit "$T/w2.xml"
+expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/w2" --vary resume=15 --vary threads=2,1 -q --junit "$T/w2.xml" --json "$T/w2.json"
+grep -q '^PASS: 2 runs bitwise identical' "$T/out" || fail "--json FILE: the text report is not on stdout: $(head -3 "$T/out")"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['identical'] is True and len(r['pairs']) == 1, r" "$T/w2.json" ||
+  fail "--json FILE: $(head -c 1000 "$T/w2.json")"
 grep -q 'run-2: threads=1; killed after step 15 and resumed from step 10 -> complete' "$T/out" || fail "resume variation: $(cat "$T/out" | head -5)"
 python3 -c "import xml.etree.ElementTree as E,sys; t=E.parse(sys.argv[1]).getroot(); assert t.get('failures')=='0'" "$T/w2.xml" || fail "junit"
 expect_rc 0 "$REPRUN" check "$T/c.json" -o "$T/w3" --vary accumulation=1,2,4 -q --format json
@@ -48,6 +51,9 @@ expect_error "$T: is a directory; give the report a file name" "$REPRUN" check "
 expect_error "nope/r.md: cannot write the report there: .*nope is not a directory" \
   "$REPRUN" check "$T/c.json" -o "$T/ck-md" --markdown "$T/nope/r.md" -q
 [[ -e $T/ck-md ]] && fail "check trained before refusing --markdown in a missing folder"
+expect_error "nope/r.json: cannot write the report there: .*nope is not a directory" \
+  "$REPRUN" check "$T/c.json" -o "$T/ck-json" --json "$T/nope/r.json" -q
+[[ -e $T/ck-json ]] && fail "check trained before refusing --json in a missing folder"
 printf '{"optimizer": {"lr": "x"}}' >"$T/bad.json"
 # Refused as train refuses it, before run-1 trains (check reads the config for its seed).
 expect_error '^reprun: error: .*bad.json: optimizer.lr: expected a number' "$REPRUN" check "$T/bad.json" -o "$T/w5" -q

@@ -60,7 +60,7 @@ for case in "epochs --set training.epochs=0" "resume --vary resume=3"; do
   name=$1
   shift
   GITHUB_STEP_SUMMARY="$T/$name.summary" expect_rc 2 "$REPRUN" check "$T/c.json" -o "$T/err-$name" -q "$@" \
-    --junit "$T/$name.xml" --html "$T/$name.html" --markdown "$T/$name.md"
+    --junit "$T/$name.xml" --html "$T/$name.html" --markdown "$T/$name.md" --json "$T/$name.json"
   error=$(sed 's/^reprun: error: //' "$T/err")
   python3 - "$T/$name.xml" "$error" <<'PY' || fail "$name: junit: $(cat "$T/$name.xml")"
 import sys, xml.etree.ElementTree as E
@@ -68,6 +68,11 @@ root = E.parse(sys.argv[1]).getroot()
 assert root.get("errors") == "1" and root.get("failures") == "0", root.attrib
 errors = root.findall("./testsuite/testcase/error")
 assert len(errors) == 1 and errors[0].get("message") == sys.argv[2], (errors[0].attrib if errors else None, sys.argv[2])
+PY
+  python3 - "$T/$name.json" "$error" <<'PY' || fail "$name: json: $(cat "$T/$name.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["identical"] is False and r["error"] == sys.argv[2] and r["verdict"] == "ERROR: " + sys.argv[2], r
 PY
   for f in "$name.html" "$name.md" "$name.summary"; do
     grep -qF "ERROR: ${error//&/&amp;}" "$T/$f" || grep -qF "ERROR: $error" "$T/$f" || fail "$name: $f lacks the error: $(cat "$T/$f")"
