@@ -301,6 +301,32 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       std::vector<std::string> added, removed;
       std::set_difference(y->names.begin(), y->names.end(), x->names.begin(), x->names.end(), std::back_inserter(added));
       std::set_difference(x->names.begin(), x->names.end(), y->names.begin(), y->names.end(), std::back_inserter(removed));
+      // A run's listing leaves out what the run made in the folder (it is listed after the run): the
+      // names one run made (and left), which the other found there, are no difference.
+      auto made_in = [&](const std::map<std::string, InputFile>& w, std::vector<std::string>& names) {
+        std::vector<std::string> made;
+        std::erase_if(names, [&](const std::string& name) {
+          const auto it = w.find(path == "." ? name : path + "/" + name);
+          const bool is_made = it != w.end() && it->second.left != nullptr;
+          if (is_made) {
+            made.push_back(name);
+          }
+          return is_made;
+        });
+        return made;
+      };
+      const std::vector<std::string> made_a = made_in(wa, added), made_b = made_in(wb, removed);
+      if (added.empty() && removed.empty()) {
+        const bool by_a = !made_a.empty();
+        const auto& made_names = by_a ? made_a : made_b;
+        d.kind = MetaDelta::Kind::informational;
+        d.a = fmt::format("{} entries", x->names.size());
+        d.b = fmt::format("{} entries", y->names.size());
+        d.why = fmt::format("{} found the {} file{} {} made there ({})", by_a ? "B" : "A", made_names.size(),
+                            made_names.size() == 1 ? "" : "s", by_a ? "A" : "B", name_list(made_names, 3));
+        r.meta.push_back(std::move(d));
+        continue;
+      }
       d.a = fmt::format("{} entries", x->names.size());
       d.b = fmt::format("{} entries", y->names.size());
       d.detail = fmt::format("a folder of {} -> {} entries", grouped(static_cast<long long>(x->names.size())),

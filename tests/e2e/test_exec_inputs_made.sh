@@ -7,7 +7,10 @@
 #  (c) the cache made again by someone else, with other bytes: diff exits 1, the first difference and
 #      the first cause name cache.txt (A wrote it, B read other bytes: the line that changed);
 #  (d) the record keeps the state each run left its written files in ("left": size, time, content);
-#  (e) under --stat-only, the cache is matched by its size and time.
+#  (e) under --stat-only, the cache is matched by its size and time;
+#  (f) a folder the first run fills (a download, unpacked) and then lists: the next run, which finds
+#      the files there, lists what the first one made: no difference (before: "a folder of 0 -> 3
+#      entries: 3 added"); a file added there since is counted.
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 [[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
@@ -82,4 +85,29 @@ expect_rc 0 "$REPRUN" exec -o "$T/SB" --runs 1 -q --stat-only . -- "$PY" prep.py
 expect_rc 0 "$REPRUN" diff "$T/SA/run-1" "$T/SB/run-1"
 grep -qF 'inputs.files.cache.txt: written -> read (B read the file A wrote: the same size and time (its content was not read after the run))' "$T/out" ||
   fail "(e) $(cat "$T/out")"
+
+# (f) a folder filled, then listed.
+cat >get.py <<'PYSRC'
+import os
+root = "dl/imgs"
+if not os.path.isdir(root):
+    os.makedirs(root)
+    for i in range(3):
+        with open(os.path.join(root, "%d.txt" % i), "w") as f:
+            f.write("%d %d\n" % (i, i * i))
+total = 0
+for name in sorted(os.listdir(root)):
+    with open(os.path.join(root, name)) as f:
+        total += sum(int(v) for v in f.read().split())
+print("total", total)
+PYSRC
+expect_rc 0 "$REPRUN" exec -o "$T/DA" --runs 1 -q -- "$PY" get.py
+expect_rc 0 "$REPRUN" exec -o "$T/DB" --runs 1 -q -- "$PY" get.py
+expect_rc 0 "$REPRUN" diff "$T/DA/run-1" "$T/DB/run-1"
+grep -qF 'inputs.files.dl/imgs: 0 entries -> 3 entries (B found the 3 files A made there (0.txt, 1.txt, 2.txt))' "$T/out" ||
+  fail "(f) $(cat "$T/out")"
+printf '7 7\n' >dl/imgs/9.txt
+expect_rc 0 "$REPRUN" exec -o "$T/DC" --runs 1 -q -- "$PY" get.py
+expect_rc 1 "$REPRUN" diff "$T/DA/run-1" "$T/DC/run-1"
+first_meta "$T/out" | grep -qF '[dataset] dl/imgs: a folder of 0 -> 4 entries: 1 added (9.txt)' || fail "(f) an added file: $(cat "$T/out")"
 pass
