@@ -267,27 +267,29 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       const LeftFile& left = *made->second.left;
       const char* maker = x ? "B" : "A";
       const char* reader = x ? "A" : "B";
+      d.a = x ? "read" : "written";
+      d.b = x ? "written" : "read";
       bool same = false;
       std::string how;
       if (left.hashed && any.hashed) {
         same = left.content.sha256 == any.content.sha256;
         how = same ? "the same bytes" : describe_content_change(left.content, any.content);
-        d.a = x ? any.content.sha256 : left.content.sha256;
-        d.b = x ? left.content.sha256 : any.content.sha256;
       } else {
         same = any.existed && left.size == any.size && left.mtime_ns == any.mtime_ns;
-        how = same ? "the same size and time (its content was not read after the run)" : fmt::format("{} -> {} bytes", grouped(static_cast<long long>(left.size)), grouped(static_cast<long long>(any.size)));
-        d.a = x ? "read" : "written";
-        d.b = x ? "written" : "read";
+        how = same ? "the same size and time (its content was not read after the run)"
+                   : fmt::format("{} -> {} bytes", grouped(static_cast<long long>(left.size)),
+                                 grouped(static_cast<long long>(any.size)));
       }
       if (same) {
         d.kind = MetaDelta::Kind::informational;
         d.why = fmt::format("{} read the file {} wrote: {}", reader, maker, how);
-        d.a = x ? "read" : "written";
-        d.b = x ? "written" : "read";
         (x ? made_by_b : made_by_a).push_back(path);
       } else {
         d.detail = fmt::format("{} wrote it and {} read other bytes: {}", maker, reader, how);
+        if (left.hashed && any.hashed) { // the two digests, as for a file both read (input_changed_between)
+          d.a = x ? any.content.sha256 : left.content.sha256;
+          d.b = x ? left.content.sha256 : any.content.sha256;
+        }
       }
     } else if (!x || !y) {
       d.a = x ? (x->folder ? "a folder" : "read") : "(not read)";
@@ -316,19 +318,17 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
         return made;
       };
       const std::vector<std::string> made_a = made_in(wa, added), made_b = made_in(wb, removed);
+      d.a = fmt::format("{} entries", x->names.size());
+      d.b = fmt::format("{} entries", y->names.size());
       if (added.empty() && removed.empty()) {
         const bool by_a = !made_a.empty();
         const auto& made_names = by_a ? made_a : made_b;
         d.kind = MetaDelta::Kind::informational;
-        d.a = fmt::format("{} entries", x->names.size());
-        d.b = fmt::format("{} entries", y->names.size());
         d.why = fmt::format("{} found the {} file{} {} made there ({})", by_a ? "B" : "A", made_names.size(),
                             made_names.size() == 1 ? "" : "s", by_a ? "A" : "B", name_list(made_names, 3));
         r.meta.push_back(std::move(d));
         continue;
       }
-      d.a = fmt::format("{} entries", x->names.size());
-      d.b = fmt::format("{} entries", y->names.size());
       d.detail = fmt::format("a folder of {} -> {} entries", grouped(static_cast<long long>(x->names.size())),
                              grouped(static_cast<long long>(y->names.size())));
       std::string sep = ": ";
@@ -378,7 +378,8 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
   }
   // A run that read what the other made (its cache, its download, as the other left it) did not need
   // what the other read to make it: a file read by the maker only is no difference, and is said.
-  for (const auto& [only, made, maker, reader] : {std::tuple{&only_a, &made_by_a, "A", "B"}, std::tuple{&only_b, &made_by_b, "B", "A"}}) {
+  for (const auto& [only, made, maker, reader] :
+       {std::tuple{&only_a, &made_by_a, "A", "B"}, std::tuple{&only_b, &made_by_b, "B", "A"}}) {
     if (made->empty()) {
       continue;
     }
