@@ -24,6 +24,21 @@ namespace {
 // `reprun exec -- prog < data.csv`: the shell gave reprun the file as stdin, but each run's program
 // reads /dev/null (docs/commands.md), so the program would run on no input and the record would not
 // name the file. Said even under --quiet, before anything runs.
+// `s` as one word of a POSIX shell's command line: as it is when it holds only characters no shell
+// reads specially, else in single quotes (a quote in it as '\''); `always`: quoted in any case.
+std::string shell_word(const std::string& s, bool always = false) {
+  const bool plain = !s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                       "0123456789_@%+=:,./-") == std::string::npos;
+  if (plain && !always) {
+    return s;
+  }
+  std::string out = "'";
+  for (const char c : s) {
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return out + "'";
+}
+
 void warn_stdin_file(const std::vector<std::string>& argv) {
   struct stat in {};
   if (::fstat(0, &in) != 0 || !S_ISREG(in.st_mode)) {
@@ -41,12 +56,12 @@ void warn_stdin_file(const std::vector<std::string>& argv) {
   }
   std::string cmd;
   for (const auto& a : argv) {
-    cmd += (cmd.empty() ? "" : " ") + a;
+    cmd += (cmd.empty() ? "" : " ") + shell_word(a);
   }
   std::cerr << fmt::format("reprun exec: warning: stdin is the file {}, which the program will not read: each run "
                            "reads its stdin from /dev/null; to give every run the file (and record it), redirect in "
-                           "the command: reprun exec ... -- sh -c '{} < {}'\n",
-                           name, cmd, name);
+                           "the command: reprun exec ... -- sh -c {}\n",
+                           name, shell_word(cmd + " < " + shell_word(name), true));
 }
 
 struct ExecFlags {

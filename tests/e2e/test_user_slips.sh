@@ -53,6 +53,11 @@ run_rc "$REPRUN" exec -o "$T/stdin" --runs 1 -q -- wc -c <"$T/nums.txt"
 [[ $RC == 0 ]] || fail "exec with stdin from a file: exit $RC: $(cat "$T/err")"
 grep -q "^reprun exec: warning: stdin is the file .*nums.txt, which the program will not read: each run reads its stdin from /dev/null; .* -- sh -c 'wc -c < .*nums.txt'$" "$T/err" ||
   fail "no word on stdin from a file: $(cat "$T/err")"
+# The command it suggests runs the same program with the same words, quoted for the shell.
+run_rc "$REPRUN" exec -o "$T/stdin4" --runs 1 -q -- printf '%s|' "a b" "it's" '$HOME' <"$T/nums.txt"
+suggested=$(sed -n 's/^reprun exec: warning: .* -- \(sh -c .*\)$/\1/p' "$T/err")
+[[ -n $suggested && $(eval "$suggested") == 'a b|it'"'"'s|$HOME|' ]] ||
+  fail "the suggested command does not run the program's words: $suggested: $(eval "$suggested" 2>&1)"
 run_rc "$REPRUN" exec -o "$T/stdin2" --runs 1 -q -- wc -c </dev/null
 [[ $RC == 0 ]] || fail "exec with stdin from /dev/null: exit $RC"
 ! grep -q "warning" "$T/err" || fail "a warning for stdin from /dev/null: $(cat "$T/err")"
