@@ -91,11 +91,16 @@ for step in range(3):
     loss = torch.nn.functional.cross_entropy(model(X), Y)
     opt.zero_grad(); loss.backward(); opt.step()
 PYSRC
-run_rc "$REPRUN" exec -o "$T/c" -q -- "$PY" noseed.py
+# (f)'s HTML report is written by this exec too.
+run_rc "$REPRUN" exec -o "$T/c" -q --html "$T/f.html" -- "$PY" noseed.py
 [[ $RC == 1 ]] || fail "(c) exit $RC"
 head -1 "$T/out" | grep -qE "run-2: before the first step \(initialization\), noseed.py:4[:,].*aten\.(uniform_|kaiming_uniform_|normal_) — " ||
   fail "(c) $(head -1 "$T/out")"
 grep -q "^DIFFERENT: runs part at step 1 (initial state)" "$T/out" || fail "(c) classification: $(cat "$T/out")"
+# (f) the reports of this exec.
+grep -q "<p>program <code>" "$T/f.html" || fail "(f) the HTML does not name the program: $(grep -o '<p>[a-z]* <code>' "$T/f.html")"
+grep -q "no step-0 record" "$T/out" && fail "(f) a built-in note: $(cat "$T/out")"
+grep -q "trace full names its origin" "$T/out" && fail "(f) a built-in hint: $(cat "$T/out")"
 
 # (d)
 cat >plain.py <<'PYSRC'
@@ -150,9 +155,4 @@ run_rc "$REPRUN" exec -o "$T/e2" -q -- "$PY" shuffle.py
 [[ $RC == 1 ]] || fail "(e) shuffle: exit $RC"
 grep -q "random.seed(SEED) for Python's random" "$T/out" || fail "(e) Python's random not named: $(cat "$T/out")"
 
-# (f)
-run_rc "$REPRUN" exec -o "$T/f" -q --html "$T/f.html" -- "$PY" noseed.py
-grep -q "<p>program <code>" "$T/f.html" || fail "(f) the HTML does not name the program: $(grep -o '<p>[a-z]* <code>' "$T/f.html")"
-grep -q "no step-0 record" "$T/out" && fail "(f) a built-in note: $(cat "$T/out")"
-grep -q "trace full names its origin" "$T/out" && fail "(f) a built-in hint: $(cat "$T/out")"
 pass
