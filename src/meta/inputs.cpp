@@ -446,8 +446,9 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     }
   }
   // What the run made in a place of data, as it left it (LeftFile): its state now, and its content
-  // for the first files in path order up to k_left_hash_total bytes in all, k_left_hash_cap each (a
-  // run that unpacks a large data set reads it whole only when a later run reads it).
+  // for the first files in path order up to k_left_hash_total bytes and k_left_hash_files files in
+  // all, k_left_hash_cap each (a run that unpacks a large data set has it read whole only when a
+  // later run reads it).
   std::sort(to_leave.begin(), to_leave.end(), [](const Seen* a, const Seen* b) { return a->f.path < b->f.path; });
   std::vector<std::pair<Seen*, struct stat>> left_to_hash;
   uint64_t left_bytes = 0;
@@ -459,7 +460,8 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     auto left = std::make_shared<LeftFile>();
     left->size = static_cast<uint64_t>(st.st_size);
     left->mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    if (!s->f.stat_only && left->size <= k_left_hash_cap && left_bytes + left->size <= k_left_hash_total) {
+    if (!s->f.stat_only && left->size <= k_left_hash_cap && left_bytes + left->size <= k_left_hash_total &&
+        left_to_hash.size() < k_left_hash_files) {
       left_bytes += left->size;
       left_to_hash.emplace_back(s, st);
     }

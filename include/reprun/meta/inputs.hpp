@@ -57,8 +57,10 @@ struct LeftFile {
 
 // The largest written file whose content is fingerprinted after the run (LeftFile).
 constexpr uint64_t k_left_hash_cap = 256ull << 20;
-// ... and the most bytes of them fingerprinted after one run, in all (the first files by path).
+// ... and the most bytes and files of them fingerprinted after one run, in all (the first files by
+// path): a run that writes a million small files pays a stat of each, not a read.
 constexpr uint64_t k_left_hash_total = 1ull << 30;
+constexpr size_t k_left_hash_files = 10000;
 
 struct InputFile {
   std::string path;                  // relative to the working directory when under it
