@@ -21,9 +21,6 @@ namespace reprun::cli {
 
 namespace {
 
-// `reprun exec -- prog < data.csv`: the shell gave reprun the file as stdin, but each run's program
-// reads /dev/null (docs/commands.md), so the program would run on no input and the record would not
-// name the file. Said even under --quiet, before anything runs.
 // `s` as one word of a POSIX shell's command line: as it is when it holds only characters no shell
 // reads specially, else in single quotes (a quote in it as '\''); `always`: quoted in any case.
 std::string shell_word(const std::string& s, bool always = false) {
@@ -39,6 +36,9 @@ std::string shell_word(const std::string& s, bool always = false) {
   return out + "'";
 }
 
+// `reprun exec -- prog < data.csv`: the shell gave reprun the file as stdin, but each run's program
+// reads /dev/null (docs/commands.md), so the program would run on no input and the record would not
+// name the file. Said even under --quiet, before anything runs.
 void warn_stdin_file(const std::vector<std::string>& argv) {
   struct stat in {};
   if (::fstat(0, &in) != 0 || !S_ISREG(in.st_mode)) {
