@@ -351,14 +351,21 @@ void refuse_unknown_ignores(const ojson& a, const ojson& b, const std::map<std::
         }
       }
     }
-    for (const char* files : {"data.files", "inputs.files"}) { // compared file by file, not flattened
-      const ojson::json_pointer ptr(std::string("/") + (files[0] == 'd' ? "data" : "inputs") + "/files");
-      // exec's manifests keep inputs' files in inputs.jsonl (their digest here), not in the manifest.
-      const ojson::json_pointer listed("/inputs/files_sha256");
-      auto has = [&](const ojson& m) { return m.is_object() && (m.contains(ptr) || (files[0] == 'i' && m.contains(listed))); };
-      const bool recorded = has(a) || has(b);
-      // inputs.files.PATH: a file of inputs.jsonl, which the manifest need not list (a long list).
-      known = known || (recorded && (has_prefix(files, p) || p.rfind(std::string(files) + ".", 0) == 0));
+    // Compared file by file, not flattened: each section's files, where a manifest holds them (exec's
+    // keep inputs' files in inputs.jsonl and only their digest here, a long list).
+    struct FileSection {
+      const char* key;
+      const char* files;
+      const char* digest; // "" none
+    };
+    for (const FileSection& f : {FileSection{"data.files", "/data/files", ""},
+                                 FileSection{"inputs.files", "/inputs/files", "/inputs/files_sha256"}}) {
+      auto has = [&](const ojson& m) {
+        return m.is_object() && (m.contains(ojson::json_pointer(f.files)) ||
+                                 (*f.digest != '\0' && m.contains(ojson::json_pointer(f.digest))));
+      };
+      // inputs.files.PATH: a file of inputs.jsonl, which the manifest need not list.
+      known = known || ((has(a) || has(b)) && (has_prefix(f.key, p) || p.rfind(std::string(f.key) + ".", 0) == 0));
     }
     if (!known) {
       std::sort(names.begin(), names.end());
