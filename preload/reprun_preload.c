@@ -22,6 +22,10 @@
  *   D      0                        0 or -errno    opendir, fdopendir
  *   X      ok | cleared | static    0              execve, execv, execvp, execvpe, execl, execlp,
  *                                                  execle, posix_spawn, posix_spawnp (before the call)
+ *   A      argument index           0              an argument of a program image that names an
+ *                                                  existing file or folder (after its S; the part
+ *                                                  after '=' of a "-x=VALUE" argument; never the
+ *                                                  log), at most k_max_named_args a process
  *   e.g. (tabs shown as spaces)
  *          4711 S 4700 0 1265648 1745016454000000000 65024:247101 - /usr/bin/bash
  *          4711 O 1073742401 3 0 1795648802891856258 65024:10971053 - /work/run/out.txt
@@ -36,8 +40,8 @@
  *   PT_INTERP. Either way the child writes no record. An X is an attempt: a failed exec leaves an X
  *   and no S; a program that searches PATH itself (Python's subprocess) leaves one X per candidate.
  * - size, mtime_ns (st_mtim in nanoseconds), dev:ino (st_dev and st_ino, decimal): fstat of what was
- *   opened (S: of /proc/self/exe; X: of the program); 0, 0, 0:0 when the call failed or the file
- *   was not found.
+ *   opened (S: of /proc/self/exe; X: of the program; A: stat of what the argument names); 0, 0, 0:0
+ *   when the call failed or the file was not found.
  * - where: "-", or, on an O record of a Python process whose capture armed the audit hook in C
  *   (py_audit.c), the program's line that opened it ("file:line", the file relative to the
  *   directory the capture started in when under it) or "import" (the import system: a module's
@@ -96,6 +100,7 @@ int __openat64_2(int dirfd, const char* path, int flags);
 enum {
   k_created = 0x40000000, /* added to an O record's flags: the call created the file */
   k_max_exec_args = 4096, /* execl's arguments copied to the stack */
+  k_max_named_args = 1024, /* A records of one program image */
 };
 
 /* ---- Session: read from the environment once, in the constructor ------------------------- */
@@ -437,6 +442,36 @@ static int call_execvpe(const char* file, char* const argv[], char* const envp[]
 
 /* ---- Process start and fork ------------------------------------------------------------------- */
 
+/* The arguments of a program image that name an existing file or folder, one A record each: a file
+ * that a wrapper script hands to its child by path is named in the arguments, as one given to
+ * `reprun exec` itself is. Only at an image's start (glibc hands the constructor argc and argv), not
+ * in a forked child, whose arguments are its parent's. */
+static void record_args(int argc, char** argv) {
+  if (argv == NULL) {
+    return;
+  }
+  const int64_t pid = getpid();
+  int named = 0;
+  for (int i = 1; i < argc && argv[i] != NULL && named < k_max_named_args; ++i) {
+    const char* arg = argv[i];
+    const char* eq = arg[0] == '-' ? strchr(arg, '=') : NULL;
+    if (eq != NULL) {
+      arg = eq + 1; /* --data=train.csv */
+    }
+    struct stat st;
+    const size_t n = strlen(arg);
+    if (n == 0 || n >= PATH_MAX || stat(arg, &st) != 0 || is_log(&st)) {
+      continue;
+    }
+    Line l;
+    line_init(&l);
+    put_head(&l, pid, 'A', NULL, i, 0, &st, NULL, 0);
+    put_path(&l, AT_FDCWD, arg);
+    emit(&l);
+    ++named;
+  }
+}
+
 static void on_fork_child(void) {
   if (atomic_load(&g_state) != k_recording) {
     return;
@@ -447,7 +482,8 @@ static void on_fork_child(void) {
   errno = saved;
 }
 
-__attribute__((constructor)) static void on_load(void) {
+__attribute__((constructor)) static void on_load(int argc, char** argv, char** envp) {
+  (void)envp;
   int expected = k_unloaded;
   if (!atomic_compare_exchange_strong(&g_state, &expected, k_loading)) {
     return;
@@ -487,6 +523,7 @@ __attribute__((constructor)) static void on_load(void) {
   atomic_store_explicit(&g_state, state, memory_order_release);
   if (state == k_recording) {
     record_start();
+    record_args(argc, argv);
     py_audit_install();
   }
   errno = saved;

@@ -72,6 +72,12 @@ bool system_path(std::string_view p) {
   return std::any_of(std::begin(k_system), std::end(k_system), [&](const char* d) { return path_under(p, d); });
 }
 
+// The system's own folders, which a program's argument never names as data (a temporary or a /var
+// folder may hold a data set).
+bool system_own_path(std::string_view p) {
+  return system_path(p) && !path_under(p, "/tmp") && !path_under(p, "/var");
+}
+
 // A program that reads only the system's own state: ldconfig -p lists the library cache.
 bool system_probe(const std::string& exe) {
   const std::string name = fs::path(exe).filename().string();
@@ -390,6 +396,39 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   auto under_any = [](std::string_view p, const std::vector<std::string>& dirs) {
     return std::any_of(dirs.begin(), dirs.end(), [&](const std::string& d) { return path_under(p, d); });
   };
+  // Named in the arguments: `reprun exec`'s own, and those of the program's processes (a wrapper
+  // script's child given a data file by path: A records), less what is too broad to name data in a
+  // child's arguments: the system's own folders (/usr, /etc, /proc: `uname`, `ldconfig` and the
+  // like are run with them), the interpreter's or reprun's, or a folder that holds the working
+  // directory ("/", a home folder). Looked up by each path's folders: a child may name
+  // thousands (`sort a b c ...`).
+  std::unordered_set<std::string_view> named_set;
+  auto name = [&](std::string_view p) {
+    while (p.size() > 1 && p.back() == '/') {
+      p.remove_suffix(1); // "data/"
+    }
+    named_set.insert(p);
+  };
+  for (const auto& p : opt.argv_paths) {
+    name(p);
+  }
+  for (const auto& e : log.events) {
+    if (e.event == 'A' && !e.path.empty() && e.path[0] == '/' && !system_own_path(e.path) && !under_any(e.path, prefixes) &&
+        !under_any(e.path, opt.own_dirs) && !path_under(opt.cwd, e.path)) {
+      name(e.path);
+    }
+  }
+  auto named_in_args = [&](std::string_view p) {
+    for (;;) {
+      if (named_set.count(p) > 0) {
+        return true;
+      }
+      if (p.size() <= 1) {
+        return false;
+      }
+      p = parent_of(p);
+    }
+  };
   std::unordered_set<std::string_view> made_in; // the folders of the files the run made
   for (const auto& [path, s] : seen) {
     if (s.created) {
@@ -400,7 +439,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   for (auto& [path, s] : seen) {
     InputFile& f = s.f;
     f.existed = s.ok_open && !s.created;
-    const bool named = under_any(path, opt.argv_paths);
+    const bool named = named_in_args(path);
     const bool own = under_any(path, opt.own_dirs);
     const bool interpreter = under_any(path, prefixes);
     const bool data_place = (path_under(path, opt.cwd) || named || under_any(path, opt.data_dirs)) && !own &&

@@ -76,7 +76,7 @@ def parse(path):
         pid, ev, a, b, size, mtime, devino, line_of, p = f
         if not UINT.fullmatch(pid) or int(pid) <= 0:
             raise ValueError(f"{where}: pid {pid!r}")
-        if ev not in (b"S", b"O", b"D", b"X"):
+        if ev not in (b"S", b"O", b"D", b"X", b"A"):
             raise ValueError(f"{where}: event {ev!r}")
         if ev == b"X":
             if a not in (b"ok", b"cleared", b"static"):
@@ -92,7 +92,7 @@ def parse(path):
         m = DEVINO.fullmatch(devino)
         if not m:
             raise ValueError(f"{where}: dev:ino {devino!r}")
-        if ev in (b"S", b"X") and int(b) != 0 or ev == b"D" and int(b) > 0:
+        if ev in (b"S", b"X", b"A") and int(b) != 0 or ev == b"D" and int(b) > 0 or ev == b"A" and int(a) < 1:
             raise ValueError(f"{where}: b {b!r} for {ev!r}")
         if line_of != b"-" and ev != b"O":
             raise ValueError(f"{where}: a program line {line_of!r} on {ev!r}")

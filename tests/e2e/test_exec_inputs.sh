@@ -13,7 +13,11 @@
 #      spawn: every file recorded; a changed file named, an added file named as added; the files
 #      rewritten with the same bytes (new mtimes) are no difference;
 #  (f) a shell script in which sort reads a raw table the Python script never opens: the table is
-#      recorded, and a change to it is named.
+#      recorded, and a change to it is named;
+#  (g) a wrapper script that hands its Python child a data file outside the working directory by
+#      path (the file is named in the child's arguments, not in exec's): the file is data, and a
+#      change to it is the first difference and cause (before: "other", and the cause "not
+#      deterministic"); a system file another child is given (cat /etc/hostname) stays "other".
 source "$(dirname "$0")/lib.sh"
 PY=$(python_with torch) || skip "no python3 with torch (apt-get install python3-torch)"
 "$PY" -c "import numpy" 2>/dev/null || skip "no numpy"
@@ -220,4 +224,33 @@ printf '3,0.5\n1,0.25\n2,0.5\n' >raw.csv
 WORK=$T/w2 record "$T/S2" ./prep.sh
 expect_rc 1 "$REPRUN" diff "$T/S1/run-1" "$T/S2/run-1"
 first_meta "$T/out" | grep -qF "[dataset] raw.csv: line 3 changed" || fail "(f) $(cat "$T/out")"
+
+# (g) a wrapper hands its child a data file elsewhere by path (outside the working directory $T/g).
+mkdir -p "$T/elsewhere" "$T/g"
+cd "$T/g" || fail "cd $T/g"
+printf '1.5\n2.5\n' >"$T/elsewhere/table.txt"
+cat >fit.py <<'PYSRC'
+import sys
+print(sum(float(line) for line in open(sys.argv[1].split("=", 1)[1])))
+PYSRC
+cat >wrap.sh <<'SH'
+#!/bin/sh
+cat /etc/hostname >/dev/null 2>&1 || true
+exec "$PY" fit.py --table="$TABLE"
+SH
+chmod +x wrap.sh
+TABLE=$T/elsewhere/table.txt record "$T/G1" ./wrap.sh
+grep -qF "\"path\":\"$T/elsewhere/table.txt\",\"class\":\"data\"" "$T/G1/run-1/inputs.jsonl" ||
+  fail "(g) the table named in the child's arguments: $(grep table.txt "$T/G1/run-1/inputs.jsonl")"
+if grep -q '"path":"/etc/hostname"' "$T/G1/run-1/inputs.jsonl"; then
+  grep -q '"path":"/etc/hostname","class":"other"' "$T/G1/run-1/inputs.jsonl" ||
+    fail "(g) a system file named in cat's arguments: $(grep hostname "$T/G1/run-1/inputs.jsonl")"
+fi
+printf '1.5\n2.5\n4.0\n' >"$T/elsewhere/table.txt"
+TABLE=$T/elsewhere/table.txt record "$T/G2" ./wrap.sh
+expect_rc 1 "$REPRUN" diff "$T/G1/run-1" "$T/G2/run-1"
+first_meta "$T/out" | grep -qF "[dataset] $T/elsewhere/table.txt: 2 -> 3 lines; the first 2 are identical (1 appended)" ||
+  fail "(g) $(cat "$T/out")"
+first_cause "$T/out" | grep -qF "the training data changed ($T/elsewhere/table.txt" || fail "(g) cause: $(cat "$T/out")"
+cd "$T" || fail "cd $T"
 pass

@@ -93,6 +93,11 @@ check(len(sort) == 1 and sort[0].pid == xs[0].pid and sort[0].a in [s.pid for s 
       "sort's S record, its parent the script's bash", R)
 data = [r for r in R if r.ev == "O" and r.path == TP + b"/data.txt"]
 check(len(data) == 1 and data[0].pid == sort[0].pid and data[0].b >= 0, "sort read data.txt", R)
+args = [(r.a, r.path) for r in R if r.ev == "A" and r.pid == sort[0].pid]
+check(args == [(1, TP + b"/data.txt")] and same_file([r for r in R if r.ev == "A" and r.pid == sort[0].pid][0], "data.txt"),
+      "sort's argument data.txt: one A record (its index, its stat, joined with the directory)", R)
+env_args = [(r.a, r.path) for r in R if r.ev == "A" and image_of(R, r).endswith(b"/env")]
+check(env_args == [(1, TP + b"/./run.sh")], "env's argument ./run.sh: an A record", R)
 PY
 pycheck "$T/script2.log" <<'PY'
 out = [r for r in R if r.ev == "O" and r.path == TP + b"/out.txt"]

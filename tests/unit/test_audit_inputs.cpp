@@ -13,11 +13,13 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 using namespace reprun;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -120,6 +122,49 @@ TEST_CASE("Inputs: a Python process's import-system listings, a device and ldcon
   CHECK(r.probes[0].path == "/sbin/ldconfig");
   REQUIRE(r.unrecorded.size() == 1);
   CHECK(r.unrecorded[0].path == "/usr/bin/cat");
+}
+
+TEST_CASE("Inputs: what a child's arguments name is data, unless it is the system's or holds the working directory") {
+  testing::TempDir t;
+  const std::string cwd = t.path() + "/work", out = t.path() + "/sets";
+  fs::create_directories(cwd);
+  fs::create_directories(out + "/imgs");
+  std::ofstream(out + "/table.csv") << "1,2\n";
+  std::ofstream(out + "/imgs/0.png") << "x";
+  std::ofstream(out + "/other.csv") << "3\n";
+  FilesLog log;
+  auto ev = [](long pid, char e, long long a, const std::string& p) {
+    FileEvent f;
+    f.pid = pid;
+    f.event = e;
+    f.a = a;
+    f.b = e == 'O' ? 3 : 0;
+    f.path = p;
+    return f;
+  };
+  log.events.push_back(ev(7, 'S', 1, "/usr/bin/sh"));
+  log.events.push_back(ev(8, 'S', 7, "/usr/bin/python3"));
+  log.events.push_back(ev(8, 'A', 1, out + "/table.csv"));  // python3 fit.py --table=.../table.csv
+  log.events.push_back(ev(8, 'A', 2, out + "/imgs/"));      // a folder, with its slash
+  log.events.push_back(ev(8, 'A', 3, "/"));                 // holds the working directory: too broad
+  log.events.push_back(ev(8, 'A', 4, t.path()));            // the same
+  log.events.push_back(ev(9, 'S', 7, "/usr/bin/cat"));
+  log.events.push_back(ev(9, 'A', 1, "/etc/hostname"));     // the system's own
+  log.events.push_back(ev(8, 'O', O_RDONLY, out + "/table.csv"));
+  log.events.push_back(ev(8, 'O', O_RDONLY, out + "/imgs/0.png"));
+  log.events.push_back(ev(8, 'O', O_RDONLY, out + "/other.csv")); // named by nobody
+  log.events.push_back(ev(9, 'O', O_RDONLY, "/etc/hostname"));
+  InputsOptions opt;
+  opt.cwd = cwd;
+  const InputsRecord r = record_inputs(log, opt, [](long, const std::string&) {});
+  std::map<std::string, std::string> cls;
+  for (const auto& f : r.files) {
+    cls[f.path] = f.cls;
+  }
+  CHECK(cls[out + "/table.csv"] == "data");
+  CHECK(cls[out + "/imgs/0.png"] == "data");
+  CHECK(cls[out + "/other.csv"] == "other");
+  CHECK(cls["/etc/hostname"] == "other");
 }
 
 TEST_CASE("Inputs: a record line is the JSON nlohmann's dump() writes, whatever the names hold") {

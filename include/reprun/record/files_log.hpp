@@ -32,8 +32,8 @@ namespace reprun {
 
 struct FileEvent {
   long pid = 0;
-  char event = 0;          // S O D X
-  long long a = 0;         // O: open flags (0x40000000: created by this open); S: parent pid
+  char event = 0;          // S O D X A
+  long long a = 0;         // O: open flags (0x40000000: created by this open); S: parent pid; A: argument index
   long long b = 0;         // O, D: the fd (>= 0) or -errno
   std::string reason;      // X: ok | cleared | static
   uint64_t size = 0, dev = 0, ino = 0;
