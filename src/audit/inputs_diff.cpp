@@ -196,33 +196,46 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
   }
   const RunDir da = RunDir::open(a), db = RunDir::open(b);
   // fa, fb: the inputs (data and code); wa, wb: the files each run wrote, or read after an earlier run
-  // of its exec wrote them (a cache, a download), which are not inputs.
-  std::map<std::string, InputFile> fa, fb, wa, wb;
-  for (const auto& j : da.read_inputs()) {
-    InputFile f = input_from_json(j);
-    if (f.cls == "data" || f.cls == "code") {
-      fa.emplace(f.path, std::move(f));
-    } else if (f.cls == "written" && !f.folder) {
-      wa.emplace(f.path, std::move(f));
-    }
-  }
-  for (const auto& j : db.read_inputs()) {
-    InputFile f = input_from_json(j);
-    if (f.cls == "data" || f.cls == "code") {
-      fb.emplace(f.path, std::move(f));
-    } else if (f.cls == "written" && !f.folder) {
-      wb.emplace(f.path, std::move(f));
+  // of its exec wrote them (a cache, a download), which are not inputs; oa, ob: the other files each
+  // read (a library's cache elsewhere, which the other run may have made).
+  std::map<std::string, InputFile> fa, fb, wa, wb, oa, ob;
+  for (const auto& [dir, f_in, w_in, o_in] : {std::tuple{&da, &fa, &wa, &oa}, std::tuple{&db, &fb, &wb, &ob}}) {
+    for (const auto& j : dir->read_inputs()) {
+      InputFile f = input_from_json(j);
+      if (f.cls == "data" || f.cls == "code") {
+        f_in->emplace(f.path, std::move(f));
+      } else if (f.cls == "written" && !f.folder) {
+        w_in->emplace(f.path, std::move(f));
+      } else if (f.cls == "other" && !f.folder && f.read && !f.written && f.existed) {
+        o_in->emplace(f.path, std::move(f));
+      }
     }
   }
   // What one run read of the files the other made: `made_by_a` the names of those B read as A left
   // them (so that what A read to make them and B did not is no difference), and the same for B.
   std::vector<std::string> made_by_a, made_by_b;
-  for (const auto& [w, r, made] : {std::tuple{&wa, &wb, &made_by_a}, std::tuple{&wb, &wa, &made_by_b}}) {
-    for (const auto& [path, f] : *r) {
-      const auto m = w->find(path);
-      if (f.read && !f.written && f.existed && m != w->end() && m->second.left && m->second.left->size == f.size &&
-          m->second.left->mtime_ns == f.mtime_ns) {
-        made->push_back(path); // read in the state the other run left it (an earlier run of one exec)
+  for (const auto& [w, r, o, made, maker_data, maker_other, reader_data] :
+       {std::tuple{&wa, &wb, &ob, &made_by_a, &fa, &oa, &fb}, std::tuple{&wb, &wa, &oa, &made_by_b, &fb, &ob, &fa}}) {
+    for (const auto* reads : {r, o}) {
+      for (const auto& [path, f] : *reads) {
+        const auto m = w->find(path);
+        if (f.read && !f.written && f.existed && m != w->end() && m->second.left &&
+            m->second.left->size == f.size && m->second.left->mtime_ns == f.mtime_ns) {
+          made->push_back(path); // read in the state the other run left it (an earlier run of one exec, a cache)
+        }
+      }
+    }
+    // A file the maker read after it made it under another name (written, then renamed: a cache of
+    // Hugging Face's datasets), which the reader read in the same state (size and time).
+    for (const auto* reads : {reader_data, o}) {
+      for (const auto& [path, f] : *reads) {
+        for (const auto* mine : {maker_data, maker_other}) {
+          const auto m = mine->find(path);
+          if (f.existed && m != mine->end() && m->second.made_during_run && m->second.size == f.size &&
+              m->second.mtime_ns == f.mtime_ns && !f.made_during_run) {
+            made->push_back(path);
+          }
+        }
       }
     }
   }
@@ -377,17 +390,30 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
     r.meta.push_back(std::move(d));
   }
   // A run that read what the other made (its cache, its download, as the other left it) did not need
-  // what the other read to make it: a file read by the maker only is no difference, and is said.
-  for (const auto& [only, made, maker, reader] :
-       {std::tuple{&only_a, &made_by_a, "A", "B"}, std::tuple{&only_b, &made_by_b, "B", "A"}}) {
-    if (made->empty()) {
-      continue;
-    }
+  // what the other read to make it: a file the maker alone read before it made one of those is no
+  // difference, and is said. One it read only after (a library's font cache made at its import, then
+  // the data) still counts. Records without the order of the opens (an older reprun) are not ordered.
+  for (const auto& [only, made, maker, reader, read_by, wrote, other] :
+       {std::tuple{&only_a, &made_by_a, "A", "B", &fa, &wa, &oa}, std::tuple{&only_b, &made_by_b, "B", "A", &fb, &wb, &ob}}) {
     for (const size_t i : *only) {
       MetaDelta& m = r.meta[i];
-      if (m.kind == MetaDelta::Kind::material) {
+      const auto x = read_by->find(m.key.substr(13)); // "inputs.files."
+      const long first = x != read_by->end() ? x->second.first_open : -1;
+      std::vector<std::string> after; // what the maker made after its first open of this file
+      for (const auto& path : *made) {
+        long made_at = -1; // the maker's first open of it
+        for (const auto* mine : {wrote, read_by, other}) {
+          if (const auto w = mine->find(path); made_at < 0 && w != mine->end()) {
+            made_at = w->second.first_open;
+          }
+        }
+        if (first < 0 || made_at < 0 || first < made_at) {
+          after.push_back(path);
+        }
+      }
+      if (m.kind == MetaDelta::Kind::material && !after.empty()) {
         m.kind = MetaDelta::Kind::informational;
-        m.why = fmt::format("read by {} only: {} read instead what {} made ({})", maker, reader, maker, name_list(*made, 3));
+        m.why = fmt::format("read by {} only: {} read instead what {} made ({})", maker, reader, maker, name_list(after, 3));
       }
     }
   }

@@ -70,7 +70,7 @@ std::vector<std::string> own_dirs(const ExecPlan& plan, const RunDir& run) {
 
 } // namespace
 
-ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, std::optional<LogFacts>& facts,
+ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, int64_t started_ns, std::optional<LogFacts>& facts,
                         std::vector<std::string>& notes) {
   if (!plan.opt.record_inputs) {
     return nullptr;
@@ -103,6 +103,7 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, std::optional<L
   }
   InputsOptions opt;
   opt.cwd = plan.world.current_directory();
+  opt.started_ns = started_ns;
   for (size_t i = 1; i < plan.opt.argv.size(); ++i) {
     const std::string& arg = plan.opt.argv[i];
     const std::string named = arg.rfind("-", 0) == 0 && arg.find('=') != std::string::npos ? arg.substr(arg.find('=') + 1) : arg;

@@ -26,7 +26,8 @@ void add_recording_env(const ExecPlan& plan, const RunDir& files, std::map<std::
 // the raw logs, adds the paths the run wrote to the exec's (so that a later run reading them reads
 // outputs, not inputs), and returns the manifest's "inputs" section (null when nothing was
 // recorded). `facts` receives inputs.jsonl's integrity facts for summary.json.
-nlohmann::ordered_json record_run_inputs(const ExecPlan& plan, const RunDir& run, std::optional<LogFacts>& facts,
+nlohmann::ordered_json record_run_inputs(const ExecPlan& plan, const RunDir& run, int64_t started_ns,
+                                         std::optional<LogFacts>& facts,
                                          std::vector<std::string>& notes);
 
 } // namespace reprun

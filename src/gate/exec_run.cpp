@@ -13,6 +13,7 @@
 #include "reprun/train/backend.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -408,6 +409,9 @@ RunInProgress begin_run(const ExecPlan& plan, int i, const std::string& dir, con
   }
   r.label = replay.any() ? fmt::format("the replay of run-{}", i) : fmt::format("run-{}", i);
   r.created = plan.world.now_iso8601();
+  // The file system's clock, not the world's: compared with the times of the files the run made.
+  r.started_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::system_clock::now().time_since_epoch()).count();
   r.argv = expand_run_dir(plan.opt.argv, run.path());
   r.argv[0] = plan.exe;
   return r;
@@ -519,7 +523,7 @@ CheckRun finish_run(const ExecPlan& plan, RunInProgress& r, const ProcessResult&
   ojson artifacts = collect_artifacts(run, plan.opt.artifacts);
   std::optional<LogFacts> inputs_facts;
   std::vector<std::string> input_notes;
-  ojson inputs = r.replay ? ojson() : record_run_inputs(plan, run, inputs_facts, input_notes);
+  ojson inputs = r.replay ? ojson() : record_run_inputs(plan, run, r.started_ns, inputs_facts, input_notes);
   for (const auto& n : input_notes) {
     if (plan.opt.on_note) {
       plan.opt.on_note(n);

@@ -7,6 +7,7 @@
 #include "reprun/core/threadpool.hpp"
 #include "reprun/meta/content_cache.hpp"
 #include "reprun/record/files_log.hpp"
+#include "reprun/record/run_dir.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -190,8 +191,12 @@ bool same_state(const struct stat& a, const struct stat& b) {
 // The folder `path` is in ("/" for "/x").
 std::string_view parent_of(std::string_view path) { return path.substr(0, std::max<size_t>(1, path.rfind('/'))); }
 
-// A listed folder's names now (less those `made_by_run`, given the entry's path, when `check`),
-// sorted, and their digest: its listing_sha256 and size.
+// A folder reprun wrote: a run directory, or the work folder of an exec (its run-1). A record kept
+// beside the program (`reprun exec -o ref`) is found by the next record's listings of that folder.
+bool reprun_output(const std::string& dir) { return RunDir::holds_run(dir) || RunDir::holds_run(dir + "/run-1"); }
+
+// A listed folder's names now (less those `made_by_run`, given the entry's path, when `check`, and
+// the folders reprun wrote), sorted, and their digest: its listing_sha256 and size.
 template <class F> void list_folder(InputFile& f, bool check, F&& made_by_run) {
   DIR* dir = ::opendir(f.path.c_str());
   if (dir == nullptr) {
@@ -206,11 +211,12 @@ template <class F> void list_folder(InputFile& f, bool check, F&& made_by_run) {
     while (const dirent* d = ::readdir(dir)) {
       const std::string_view name(d->d_name);
       if (name != "." && name != "..") {
-        if (check) {
+        const bool sub = d->d_type == DT_DIR || d->d_type == DT_UNKNOWN;
+        if (check || sub) {
           entry.resize(base);
           entry.append(name);
         }
-        if (!check || !made_by_run(entry)) {
+        if (!(check && made_by_run(entry)) && !(sub && reprun_output(entry))) {
           f.names.emplace_back(name);
         }
       }
@@ -435,7 +441,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       made_in.insert(parent_of(path));
     }
   }
-  std::vector<Seen*> to_hash, to_leave;
+  std::vector<Seen*> to_hash, to_leave, to_leave_stat;
   for (auto& [path, s] : seen) {
     InputFile& f = s.f;
     f.existed = s.ok_open && !s.created;
@@ -464,6 +470,10 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     if (f.cls == "written" && !f.folder && data_place) {
       f.stat_only = under_any(path, opt.stat_only_dirs); // its size and time only
       to_leave.push_back(&s); // what the run made there, which a later run may read (a cache, a download)
+    } else if (f.cls == "written" && !f.folder) {
+      // Elsewhere (a library's cache in ~/.cache: Hugging Face's datasets), its size and time: a later
+      // run that reads it as it was left read what this run made, not other bytes.
+      to_leave_stat.push_back(&s);
     }
     if (f.folder && f.cls == "data") {
       // Only a folder that holds a file the run made or one of reprun's folders has entries to leave
@@ -491,20 +501,27 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   std::sort(to_leave.begin(), to_leave.end(), [](const Seen* a, const Seen* b) { return a->f.path < b->f.path; });
   std::vector<std::pair<Seen*, struct stat>> left_to_hash;
   uint64_t left_bytes = 0;
-  for (Seen* s : to_leave) {
-    struct stat st {};
+  auto leave = [](Seen* s, struct stat& st) { // its size and time now, when it is still a regular file
     if (::stat(s->f.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      continue;
+      return false;
     }
     auto left = std::make_shared<LeftFile>();
     left->size = static_cast<uint64_t>(st.st_size);
     left->mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    if (!s->f.stat_only && left->size <= k_left_hash_cap && left_bytes + left->size <= k_left_hash_total &&
-        left_to_hash.size() < k_left_hash_files) {
-      left_bytes += left->size;
+    s->f.left = std::move(left);
+    return true;
+  };
+  for (Seen* s : to_leave) {
+    struct stat st {};
+    if (leave(s, st) && !s->f.stat_only && s->f.left->size <= k_left_hash_cap &&
+        left_bytes + s->f.left->size <= k_left_hash_total && left_to_hash.size() < k_left_hash_files) {
+      left_bytes += s->f.left->size;
       left_to_hash.emplace_back(s, st);
     }
-    s->f.left = std::move(left);
+  }
+  for (Seen* s : to_leave_stat) {
+    struct stat st {};
+    leave(s, st);
   }
   // Fingerprint what counts, in parallel; a file is read once.
   uint64_t total = left_bytes;
@@ -626,8 +643,17 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   // By path, relative to the working directory when under it.
   std::vector<std::pair<std::string_view, Seen*>> order;
   order.reserve(seen.size());
+  // A file the run read that had changed since the program started (its time at the first open) was
+  // made during the run: a cache written under another name and then renamed (Hugging Face's
+  // datasets), which a later run may read instead of what this one read to make it. The file
+  // system's clock lags the real one by up to a tick: 20 ms of slack.
+  constexpr int64_t k_clock_slack_ns = 20'000'000;
   for (auto& [path, s] : seen) {
     make_relative(s.f.path, opt.cwd);
+    s.f.first_open = s.first;
+    s.f.made_during_run = opt.started_ns > 0 && !s.f.folder && s.f.existed && s.f.cls != "written" &&
+                          s.f.mtime_ns >= opt.started_ns - k_clock_slack_ns && !path_under(path, "/proc") &&
+                          !path_under(path, "/sys") && !path_under(path, "/dev");
     order.emplace_back(s.f.path, &s);
   }
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

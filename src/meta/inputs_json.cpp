@@ -181,8 +181,15 @@ void append_input_line(std::string& out, const InputFile& f) {
   append_number(out, f.size);
   out += ",\"mtime_ns\":";
   append_number(out, f.mtime_ns);
+  if (f.first_open >= 0) {
+    out += ",\"first_open\":";
+    append_number(out, f.first_open);
+  }
   if (f.changed_while_running) {
     out += ",\"changed_while_running\":true";
+  }
+  if (f.made_during_run) {
+    out += ",\"made_during_run\":true";
   }
   if (f.stat_only) {
     out += ",\"stat_only\":true";
@@ -238,9 +245,11 @@ InputFile input_from_json(const ojson& j) {
   f.size = j.value("size", uint64_t{0});
   f.mtime_ns = j.value("mtime_ns", int64_t{0});
   f.changed_while_running = j.value("changed_while_running", false);
+  f.made_during_run = j.value("made_during_run", false);
   f.stat_only = j.value("stat_only", false);
   f.note = j.value("note", "");
   f.code_copy = j.value("code_copy", -1L);
+  f.first_open = j.value("first_open", -1L);
   f.listing_sha256 = j.value("listing_sha256", "");
   if (j.contains("names") && j["names"].is_array()) {
     f.names = j["names"].get<std::vector<std::string>>();

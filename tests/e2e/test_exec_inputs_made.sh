@@ -10,7 +10,17 @@
 #  (e) under --stat-only, the cache is matched by its size and time;
 #  (f) a folder the first run fills (a download, unpacked) and then lists: the next run, which finds
 #      the files there, lists what the first one made: no difference (before: "a folder of 0 -> 3
-#      entries: 3 added"); a file added there since is counted.
+#      entries: 3 added"); a file added there since is counted;
+#  (g) the cache kept outside the working directory (~/.cache/...): the same as (b) (before: "raw.csv:
+#      read by A only", the training data changed); also when it is written under a temporary name
+#      and renamed into place (Hugging Face's datasets), which the record does not follow: the run
+#      that made it read it after, changed since the program started ("made_during_run");
+#  (h) a file the maker read only after it made what the other run read (a library's cache made at
+#      its import, then the data read) still counts: B, told to skip the data, differs (before: no
+#      difference, "B read instead what A made");
+#  (i) a program that lists its working directory, recorded twice with -o beside it: the second
+#      record finds the first's folder there, which is reprun's, not the program's data (before: "a
+#      folder of 2 -> 3 entries: 1 added (ref)").
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 [[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
@@ -110,4 +120,73 @@ printf '7 7\n' >dl/imgs/9.txt
 expect_rc 0 "$REPRUN" exec -o "$T/DC" --runs 1 -q -- "$PY" get.py
 expect_rc 1 "$REPRUN" diff "$T/DA/run-1" "$T/DC/run-1"
 first_meta "$T/out" | grep -qF '[dataset] dl/imgs: a folder of 0 -> 4 entries: 1 added (9.txt)' || fail "(f) an added file: $(cat "$T/out")"
+
+# (g) the cache outside the working directory ($T/g), where the data is not.
+mkdir -p "$T/g" "$T/home/.cache/prep"
+cp raw.csv "$T/g/"
+sed 's|"cache.txt"|os.environ["PREP_CACHE"]|g' prep.py >"$T/g/prep.py"
+cd "$T/g" || fail "cd $T/g"
+export PREP_CACHE=$T/home/.cache/prep/cache.txt
+expect_rc 0 "$REPRUN" exec -o "$T/GA" --runs 1 -q -- "$PY" prep.py
+grep -q "\"path\":\"$PREP_CACHE\",\"class\":\"written\".*\"left\":{\"size\":32," "$T/GA/run-1/inputs.jsonl" ||
+  fail "(g) the cache A left: $(grep cache.txt "$T/GA/run-1/inputs.jsonl")"
+expect_rc 0 "$REPRUN" exec -o "$T/GB" --runs 1 -q -- "$PY" prep.py
+expect_rc 0 "$REPRUN" diff "$T/GA/run-1" "$T/GB/run-1"
+grep -qF "inputs.files.raw.csv: read -> (not read) (read by A only: B read instead what A made ($PREP_CACHE))" "$T/out" ||
+  fail "(g) $(cat "$T/out")"
+cat >prep_mv.py <<'PYSRC'
+import os
+cache = os.environ["PREP_CACHE"] + ".mv"
+if not os.path.exists(cache):
+    rows = [line.strip().split(",") for line in open("raw.csv")][1:]
+    with open(cache + ".incomplete", "w") as f:
+        for x, y in rows:
+            f.write("%s %s\n" % (float(x), float(y)))
+    os.replace(cache + ".incomplete", cache)
+print(sum(float(v) for line in open(cache) for v in line.split()))
+PYSRC
+expect_rc 0 "$REPRUN" exec -o "$T/GC" --runs 1 -q -- "$PY" prep_mv.py
+grep -q "\"path\":\"$PREP_CACHE.mv\",\"class\":\"other\".*\"made_during_run\":true" "$T/GC/run-1/inputs.jsonl" ||
+  fail "(g) the renamed cache: $(grep cache.txt.mv "$T/GC/run-1/inputs.jsonl")"
+expect_rc 0 "$REPRUN" exec -o "$T/GD" --runs 1 -q -- "$PY" prep_mv.py
+expect_rc 0 "$REPRUN" diff "$T/GC/run-1" "$T/GD/run-1"
+grep -qF "inputs.files.raw.csv: read -> (not read) (read by A only: B read instead what A made ($PREP_CACHE.mv))" "$T/out" ||
+  fail "(g) renamed: $(cat "$T/out")"
+cd "$T" || fail "cd $T"
+
+# (h) what the maker read after it made the file the other read.
+cat >late.py <<'PYSRC'
+import os
+if not os.path.exists("fonts.txt"):  # a library's cache, made when it is imported
+    with open("fonts.txt", "w") as f:
+        f.write("serif\n")
+open("fonts.txt").read()
+if not os.environ.get("SKIP_DATA"):
+    print(sum(float(line.split(",")[1]) for line in open("raw.csv").readlines()[1:]))
+PYSRC
+rm -f fonts.txt
+expect_rc 0 "$REPRUN" exec -o "$T/HA" --runs 1 -q -- "$PY" late.py
+SKIP_DATA=1 expect_rc 0 "$REPRUN" exec -o "$T/HB" --runs 1 -q -- "$PY" late.py
+expect_rc 1 "$REPRUN" diff "$T/HA/run-1" "$T/HB/run-1"
+first_meta "$T/out" | grep -qF '[dataset] raw.csv: read by A only (python3' || fail "(h) $(cat "$T/out")"
+grep -qF 'inputs.files.fonts.txt: written -> read (B read the file A wrote: the same bytes)' "$T/out" ||
+  fail "(h) the font cache: $(cat "$T/out")"
+
+# (i) the working directory listed, the records kept in it.
+mkdir -p "$T/i"
+cd "$T/i" || fail "cd $T/i"
+printf '1\n2\n' >a.csv
+cat >ls.py <<'PYSRC'
+import os
+print(sum(float(v) for n in sorted(os.listdir(".")) if n.endswith(".csv") for v in open(n)))
+PYSRC
+expect_rc 0 "$REPRUN" exec -o ref --runs 1 -q -- "$PY" ls.py
+expect_rc 0 "$REPRUN" exec -o new --runs 1 -q -- "$PY" ls.py
+expect_rc 0 "$REPRUN" diff ref/run-1 new/run-1
+grep -q '^IDENTICAL' "$T/out" || fail "(i) $(cat "$T/out")"
+grep -qF "\"path\":\"$T/i\",\"class\":\"data\",\"folder\":true" new/run-1/inputs.jsonl ||
+  fail "(i) no listing of the working directory: $(grep folder new/run-1/inputs.jsonl)"
+grep -F "\"path\":\"$T/i\"," new/run-1/inputs.jsonl | grep -qF '"names":["a.csv","ls.py"]' ||
+  fail "(i) the listing: $(grep -F "\"path\":\"$T/i\"," new/run-1/inputs.jsonl)"
+cd "$T" || fail "cd $T"
 pass

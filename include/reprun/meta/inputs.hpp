@@ -79,7 +79,9 @@ struct InputFile {
   std::string listing_sha256;        // folders: of the sorted names
   std::vector<std::string> names;    // folders: the sorted names
   long code_copy = -1;               // code: its text's copy in the run directory (code/<n>.txt)
-  std::shared_ptr<const LeftFile> left; // written, in a place of data, and there after the run
+  long first_open = -1;              // the index of its first open among the run's (-1: not recorded)
+  bool made_during_run = false;      // read, and changed since the program started: the run made it
+  std::shared_ptr<const LeftFile> left; // written and there after the run (content: in a place of data)
 };
 
 struct Unrecorded {
@@ -106,6 +108,7 @@ struct InputsOptions {
   std::vector<std::string> own_dirs;         // reprun's: the run and work directories, the capture
   std::set<std::string> written_earlier;     // absolute paths an earlier run of this exec wrote
   std::string cache_dir;                     // the hash cache's folder ("" none)
+  int64_t started_ns = 0;                    // the real clock when the program started (0: unknown)
   size_t code_cap = 1 << 20;                 // the longest code file whose text is kept
   int threads = 0;
   // Called about every second while files are hashed: bytes done and to do (a progress line).
