@@ -397,7 +397,7 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
        {std::tuple{&only_a, &made_by_a, "A", "B", &fa, &wa, &oa}, std::tuple{&only_b, &made_by_b, "B", "A", &fb, &wb, &ob}}) {
     for (const size_t i : *only) {
       MetaDelta& m = r.meta[i];
-      const auto x = read_by->find(m.key.substr(13)); // "inputs.files."
+      const auto x = read_by->find(m.key.substr(std::string_view("inputs.files.").size()));
       const long first = x != read_by->end() ? x->second.first_open : -1;
       std::vector<std::string> after; // what the maker made after its first open of this file
       for (const auto& path : *made) {
