@@ -13,10 +13,10 @@
 #include "reprun/train/backend.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <sys/stat.h>
 
 namespace reprun {
 
@@ -409,9 +409,12 @@ RunInProgress begin_run(const ExecPlan& plan, int i, const std::string& dir, con
   }
   r.label = replay.any() ? fmt::format("the replay of run-{}", i) : fmt::format("run-{}", i);
   r.created = plan.world.now_iso8601();
-  // The file system's clock, not the world's: compared with the times of the files the run made.
-  r.started_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::system_clock::now().time_since_epoch()).count();
+  // The file system's clock, not the world's: the time of the run's lock, just made, is compared with
+  // the times of the files the run made (a clock read here can run ahead of the file system's).
+  struct stat lock_st {};
+  if (::stat(run.file(RunFile::lock).c_str(), &lock_st) == 0) {
+    r.started_ns = static_cast<int64_t>(lock_st.st_mtim.tv_sec) * 1000000000 + lock_st.st_mtim.tv_nsec;
+  }
   r.argv = expand_run_dir(plan.opt.argv, run.path());
   r.argv[0] = plan.exe;
   return r;

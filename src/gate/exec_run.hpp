@@ -107,7 +107,7 @@ struct RunInProgress {
   nlohmann::ordered_json pins;
   std::string label;   // "run-2", "the replay of run-2"
   std::string created;
-  int64_t started_ns = 0;        // the real clock before the program started: what changed since, the run made
+  int64_t started_ns = 0;        // the time of the run's lock (file system clock): what changed after, the run made
   std::vector<std::string> argv; // as run ({run_dir} expanded)
   bool replay = false;           // a replay (an op trace, an op's inputs): records no inputs
   // Set when a process passed the time limit: what of the program was still running then, "rank 0

@@ -405,9 +405,10 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   // Named in the arguments: `reprun exec`'s own, and those of the program's processes (a wrapper
   // script's child given a data file by path: A records), less what is too broad to name data in a
   // child's arguments: the system's own folders (/usr, /etc, /proc: `uname`, `ldconfig` and the
-  // like are run with them), the interpreter's or reprun's, or a folder that holds the working
-  // directory ("/", a home folder). Looked up by each path's folders: a child may name
-  // thousands (`sort a b c ...`).
+  // like are run with them), the interpreter's or reprun's, a folder that holds the working
+  // directory ("/", a home folder), and what the run itself made before it named it (a temporary
+  // folder handed to a compiler: torch.compile's). Looked up by each path's folders: a child may
+  // name thousands (`sort a b c ...`).
   std::unordered_set<std::string_view> named_set;
   auto name = [&](std::string_view p) {
     while (p.size() > 1 && p.back() == '/') {
@@ -419,8 +420,9 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     name(p);
   }
   for (const auto& e : log.events) {
-    if (e.event == 'A' && !e.path.empty() && e.path[0] == '/' && !system_own_path(e.path) && !under_any(e.path, prefixes) &&
-        !under_any(e.path, opt.own_dirs) && !path_under(opt.cwd, e.path)) {
+    const bool made_by_run = opt.started_ns > 0 && e.mtime_ns > opt.started_ns;
+    if (e.event == 'A' && !e.path.empty() && e.path[0] == '/' && !made_by_run && !system_own_path(e.path) &&
+        !under_any(e.path, prefixes) && !under_any(e.path, opt.own_dirs) && !path_under(opt.cwd, e.path)) {
       name(e.path);
     }
   }
@@ -646,13 +648,12 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   // A file the run read that had changed since the program started (its time at the first open) was
   // made during the run: a cache written under another name and then renamed (Hugging Face's
   // datasets), which a later run may read instead of what this one read to make it. The file
-  // system's clock lags the real one by up to a tick: 20 ms of slack.
-  constexpr int64_t k_clock_slack_ns = 20'000'000;
+  // system's clock ticks coarsely: a file changed in the tick the run started is not counted.
   for (auto& [path, s] : seen) {
     make_relative(s.f.path, opt.cwd);
     s.f.first_open = s.first;
     s.f.made_during_run = opt.started_ns > 0 && !s.f.folder && s.f.existed && s.f.cls != "written" &&
-                          s.f.mtime_ns >= opt.started_ns - k_clock_slack_ns && !path_under(path, "/proc") &&
+                          s.f.mtime_ns > opt.started_ns && !path_under(path, "/proc") &&
                           !path_under(path, "/sys") && !path_under(path, "/dev");
     order.emplace_back(s.f.path, &s);
   }

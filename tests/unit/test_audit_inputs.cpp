@@ -124,7 +124,7 @@ TEST_CASE("Inputs: a Python process's import-system listings, a device and ldcon
   CHECK(r.unrecorded[0].path == "/usr/bin/cat");
 }
 
-TEST_CASE("Inputs: what a child's arguments name is data, unless it is the system's or holds the working directory") {
+TEST_CASE("Inputs: what a child's arguments name is data, unless it is the system's, holds the working directory or the run made it") {
   testing::TempDir t;
   const std::string cwd = t.path() + "/work", out = t.path() + "/sets";
   fs::create_directories(cwd);
@@ -154,8 +154,17 @@ TEST_CASE("Inputs: what a child's arguments name is data, unless it is the syste
   log.events.push_back(ev(8, 'O', O_RDONLY, out + "/imgs/0.png"));
   log.events.push_back(ev(8, 'O', O_RDONLY, out + "/other.csv")); // named by nobody
   log.events.push_back(ev(9, 'O', O_RDONLY, "/etc/hostname"));
+  // A temporary folder the run made and handed to a compiler (torch.compile's): its time is after
+  // the program started.
+  fs::create_directories(out + "/tmpab12");
+  std::ofstream(out + "/tmpab12/kernel.cpp") << "int x;\n";
+  FileEvent tmp = ev(10, 'A', 3, out + "/tmpab12");
+  tmp.mtime_ns = 2'000'000'000'000'000'000;
+  log.events.push_back(tmp);
+  log.events.push_back(ev(10, 'O', O_RDONLY, out + "/tmpab12/kernel.cpp"));
   InputsOptions opt;
   opt.cwd = cwd;
+  opt.started_ns = 1'900'000'000'000'000'000;
   const InputsRecord r = record_inputs(log, opt, [](long, const std::string&) {});
   std::map<std::string, std::string> cls;
   for (const auto& f : r.files) {
@@ -165,6 +174,7 @@ TEST_CASE("Inputs: what a child's arguments name is data, unless it is the syste
   CHECK(cls[out + "/imgs/0.png"] == "data");
   CHECK(cls[out + "/other.csv"] == "other");
   CHECK(cls["/etc/hostname"] == "other");
+  CHECK(cls[out + "/tmpab12/kernel.cpp"] == "other");
 }
 
 TEST_CASE("Inputs: a record line is the JSON nlohmann's dump() writes, whatever the names hold") {

@@ -108,7 +108,7 @@ struct InputsOptions {
   std::vector<std::string> own_dirs;         // reprun's: the run and work directories, the capture
   std::set<std::string> written_earlier;     // absolute paths an earlier run of this exec wrote
   std::string cache_dir;                     // the hash cache's folder ("" none)
-  int64_t started_ns = 0;                    // the real clock when the program started (0: unknown)
+  int64_t started_ns = 0;                    // a file system time taken before the program started (0: unknown)
   size_t code_cap = 1 << 20;                 // the longest code file whose text is kept
   int threads = 0;
   // Called about every second while files are hashed: bytes done and to do (a progress line).
