@@ -79,6 +79,17 @@ bool system_own_path(std::string_view p) {
   return system_path(p) && !path_under(p, "/tmp") && !path_under(p, "/var");
 }
 
+// The kernel's and the devices' files (/proc, /sys, /dev): their times and sizes say nothing of data.
+bool kernel_path(std::string_view p) {
+  return path_under(p, "/proc") || path_under(p, "/sys") || path_under(p, "/dev");
+}
+
+// A time later than the program's start (the run directory's .lock, made just before it; the file
+// system's own clock, compared strictly): what the run itself made or changed.
+bool after_start(const InputsOptions& opt, int64_t mtime_ns) {
+  return opt.started_ns > 0 && mtime_ns > opt.started_ns;
+}
+
 // A program that reads only the system's own state: ldconfig -p lists the library cache.
 bool system_probe(const std::string& exe) {
   const std::string name = fs::path(exe).filename().string();
@@ -420,8 +431,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     name(p);
   }
   for (const auto& e : log.events) {
-    const bool made_by_run = opt.started_ns > 0 && e.mtime_ns > opt.started_ns;
-    if (e.event == 'A' && !e.path.empty() && e.path[0] == '/' && !made_by_run && !system_own_path(e.path) &&
+    if (e.event == 'A' && !e.path.empty() && e.path[0] == '/' && !after_start(opt, e.mtime_ns) && !system_own_path(e.path) &&
         !under_any(e.path, prefixes) && !under_any(e.path, opt.own_dirs) && !path_under(opt.cwd, e.path)) {
       name(e.path);
     }
@@ -452,7 +462,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     const bool interpreter = under_any(path, prefixes);
     const bool data_place = (path_under(path, opt.cwd) || named || under_any(path, opt.data_dirs)) && !own &&
                             !interpreter && !(hidden_component(std::string_view(path).substr(std::min(path.size(), opt.cwd.size()))) && !named);
-    if (own || interpreter || path_under(path, "/dev") || path_under(path, "/proc") || path_under(path, "/sys")) {
+    if (own || interpreter || kernel_path(path)) {
       f.cls = "other"; // reprun's own files, the interpreter's, devices and the kernel's (/dev/null written)
     } else if ((s.first_writes && !s.module) || opt.written_earlier.count(s.f.path)) {
       f.cls = "written";
@@ -652,9 +662,8 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   for (auto& [path, s] : seen) {
     make_relative(s.f.path, opt.cwd);
     s.f.first_open = s.first;
-    s.f.made_during_run = opt.started_ns > 0 && !s.f.folder && s.f.existed && s.f.cls != "written" &&
-                          s.f.mtime_ns > opt.started_ns && !path_under(path, "/proc") &&
-                          !path_under(path, "/sys") && !path_under(path, "/dev");
+    s.f.made_during_run = !s.f.folder && s.f.existed && s.f.cls != "written" && after_start(opt, s.f.mtime_ns) &&
+                          !kernel_path(path);
     order.emplace_back(s.f.path, &s);
   }
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
