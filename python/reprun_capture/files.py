@@ -169,15 +169,23 @@ def arm(log_path):
             prefixes.add(os.path.abspath(site.getusersitepackages()))
     except Exception:  # a site.py without them (an embedded interpreter)
         pass
+    # An environment's root whole (a virtual environment's pyvenv.cfg and bin/, whose console scripts'
+    # first line names the environment's path; a conda environment's conda-meta/), unless it holds
+    # the working directory; of another prefix (/usr, which may hold a program in /usr/src/app),
+    # its lib/.
+    cwd = os.getcwd()
     for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):
-        prefixes.add(os.path.join(os.path.abspath(p), "lib"))
+        p = os.path.abspath(p)
+        env_root = os.path.isfile(os.path.join(p, "pyvenv.cfg")) or os.path.isdir(os.path.join(p, "conda-meta"))
+        inside = cwd == p or cwd.startswith(p.rstrip(os.sep) + os.sep)
+        prefixes.add(p if env_root and not inside else os.path.join(p, "lib"))
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # reprun's python/ folder
     prefixes.add(here)
     for p in sorted(prefixes):
         _write("prefix", "-", "-", p)
     _state["skip"] = tuple(sorted(p + os.sep for p in prefixes))
     _state["stdlib"] = (stdlib + os.sep,)
-    _state["cwd"] = os.getcwd() + os.sep
+    _state["cwd"] = cwd + os.sep
     # The preload library's hook in C, when it is loaded here, sets _state["native"] on this event.
     global _events
     sys.audit("reprun.files.arm", _state["skip"], _state["cwd"], _state)

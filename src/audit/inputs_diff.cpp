@@ -6,6 +6,7 @@
 #include "reprun/record/run_dir.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 namespace reprun {
 
 using ojson = nlohmann::ordered_json;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -180,6 +182,91 @@ std::string changed_lines(const std::string& a, const std::string& b, size_t mos
   return out;
 }
 
+namespace {
+
+// A path as an argument gave it (./train, ../scripts/train.py, data/t.csv), as inputs.jsonl keys a
+// file: absolute, relative to the working directory when under it.
+std::string inputs_key(const std::string& given, const std::string& cwd) {
+  fs::path p(given);
+  if (!p.is_absolute() && cwd.empty()) {
+    return given;
+  }
+  p = (p.is_absolute() ? p : fs::path(cwd) / p).lexically_normal();
+  const fs::path rel = p.lexically_relative(cwd);
+  return !rel.empty() && rel.begin()->string() != ".." ? rel.generic_string() : p.generic_string();
+}
+
+std::string working_directory(const ojson& m) {
+  return m.is_object() && m.contains("working_directory") && m["working_directory"].is_string()
+             ? m["working_directory"].get<std::string>()
+             : std::string();
+}
+
+// The program exec ran (its argument 0) as inputs.jsonl keys a file; "" when the manifest names none.
+std::string program_file(const ojson& m) {
+  const ojson* files = m.is_object() && m.contains("program") && m["program"].is_object() && m["program"].contains("argv_files")
+                           ? &m["program"]["argv_files"]
+                           : nullptr;
+  if (files && files->is_array()) {
+    for (const auto& f : *files) {
+      if (f.is_object() && f.value("index", -1L) == 0 && f.contains("path") && f["path"].is_string()) {
+        return inputs_key(f["path"].get<std::string>(), working_directory(m));
+      }
+    }
+  }
+  return "";
+}
+
+// Two checkouts side by side (/ci/a/proj and /ci/b/proj, each with ../scripts/train.py): a file
+// outside each run's working directory that one read and the other did not by its absolute path,
+// but did at the same place relative to its own (../scripts/train.py in both), is the same file
+// for the comparison, keyed by that relative path. Only below a folder other than "/" that holds
+// both the file and the working directory.
+void pair_outside_files(const ojson& ma, const ojson& mb, std::map<std::string, InputFile>& fa,
+                        std::map<std::string, InputFile>& fb) {
+  const std::string ca = working_directory(ma), cb = working_directory(mb);
+  if (ca.empty() || cb.empty() || ca == cb) {
+    return;
+  }
+  auto relative = [](const std::string& path, const std::string& cwd) -> std::string {
+    const fs::path p(path), c(cwd);
+    auto pi = p.begin(), ci = c.begin(); // "/" first, then the top folder: both must share it
+    if (!p.is_absolute() || pi == p.end() || ci == c.end() || ++pi == p.end() || ++ci == c.end() || *pi != *ci) {
+      return "";
+    }
+    return p.lexically_relative(c).generic_string();
+  };
+  std::map<std::string, std::string> rel_a; // relative -> A's absolute path, read by A only
+  for (const auto& [p, f] : fa) {
+    if (!fb.count(p)) {
+      if (std::string rel = relative(p, ca); !rel.empty()) {
+        rel_a.emplace(std::move(rel), p);
+      }
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> pairs; // A's path, B's path
+  for (const auto& [p, f] : fb) {
+    if (!fa.count(p)) {
+      const auto it = rel_a.find(relative(p, cb));
+      if (it != rel_a.end() && !fa.count(it->first) && !fb.count(it->first)) {
+        pairs.emplace_back(it->second, p);
+      }
+    }
+  }
+  for (const auto& [pa, pb] : pairs) {
+    const std::string rel = relative(pa, ca);
+    auto na = fa.extract(pa), nb = fb.extract(pb);
+    na.key() = rel;
+    nb.key() = rel;
+    na.mapped().path = rel;
+    nb.mapped().path = rel;
+    fa.insert(std::move(na));
+    fb.insert(std::move(nb));
+  }
+}
+
+} // namespace
+
 void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, const DiffOptions& opt) {
   auto recorded = [](const ojson& m) {
     return m.is_object() && m.contains("inputs") && m["inputs"].is_object() && m["inputs"].contains("recorded") &&
@@ -211,6 +298,7 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       }
     }
   }
+  pair_outside_files(r.a.manifest, r.b.manifest, fa, fb);
   // What one run read of the files the other made: `made_by_a` the names of those B read as A left
   // them (so that what A read to make them and B did not is no difference), and the same for B.
   std::vector<std::string> made_by_a, made_by_b;
@@ -418,10 +506,22 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
     }
   }
   // A file the arguments name (the script, a data file) is compared here, with what changed in it:
-  // its argument entry is not counted a second time.
+  // its argument entry is not counted a second time. So is the program itself when it is a script
+  // the program read (./train, run by its "#!" line), keyed as inputs.jsonl keys it.
+  const std::string script = program_file(r.a.manifest);
+  for (auto& m : r.meta) {
+    if (m.kind == MetaDelta::Kind::material && m.key == "program.executable_file" && !script.empty() &&
+        (fa.count(script) || fb.count(script)) && script == program_file(r.b.manifest)) {
+      m.kind = MetaDelta::Kind::informational;
+      m.why = "compared with what the program read (inputs.files." + script + ")";
+    }
+  }
   for (auto& m : r.meta) {
     if (m.kind == MetaDelta::Kind::material && m.key.rfind("program.argv_files.", 0) == 0) {
-      const std::string path = m.key.substr(19);
+      std::string path = m.key.substr(19);
+      if (!fa.count(path) && !fb.count(path)) {
+        path = inputs_key(path, working_directory(r.a.manifest)); // ../scripts/train.py: by its absolute path
+      }
       if (fa.count(path) || fb.count(path)) {
         m.kind = MetaDelta::Kind::informational;
         m.why = "compared with what the program read (inputs.files." + path + ")";

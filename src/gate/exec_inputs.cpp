@@ -104,6 +104,12 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, int64_t started
   InputsOptions opt;
   opt.cwd = plan.world.current_directory();
   opt.started_ns = started_ns;
+  if (const std::string& prog = plan.opt.argv.at(0); prog.find('/') != std::string::npos) {
+    std::error_code ec;
+    if (fs::is_regular_file(prog, ec)) {
+      opt.program = fs::absolute(prog).lexically_normal().string(); // ./train: a script, maybe with no .py
+    }
+  }
   for (size_t i = 1; i < plan.opt.argv.size(); ++i) {
     const std::string& arg = plan.opt.argv[i];
     const std::string named = arg.rfind("-", 0) == 0 && arg.find('=') != std::string::npos ? arg.substr(arg.find('=') + 1) : arg;

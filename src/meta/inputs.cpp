@@ -97,10 +97,28 @@ bool system_probe(const std::string& exe) {
 }
 
 // `p` made relative to `cwd` when under it, in place.
+// The working directory itself is "." (a program that lists it: the same key in every checkout).
 void make_relative(std::string& p, const std::string& cwd) {
-  if (!cwd.empty() && path_under(p, cwd) && p.size() > cwd.size()) {
+  if (cwd.empty() || !path_under(p, cwd)) {
+    return;
+  }
+  if (p.size() <= cwd.size() || (cwd.back() == '/' && p.size() == cwd.size())) {
+    p = ".";
+  } else {
     p.erase(0, cwd.back() == '/' ? cwd.size() : cwd.size() + 1);
   }
+}
+
+// A script: its first bytes are "#!" (a program run by its interpreter, whatever its name).
+bool is_script(const std::string& path) {
+  char head[2] = {0, 0};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) {
+    return false;
+  }
+  const bool script = ::read(fd, head, 2) == 2 && head[0] == '#' && head[1] == '!';
+  ::close(fd);
+  return script;
 }
 
 // Reads `path` once: its SHA-256 and its blocks.
@@ -430,6 +448,17 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   for (const auto& p : opt.argv_paths) {
     name(p);
   }
+  // The programs started: exec's own and each a process exec'd. One the program read is a script,
+  // code whatever its name ("train" with a "#!" line), when it starts as one.
+  std::unordered_set<std::string_view> programs;
+  if (!opt.program.empty()) {
+    programs.insert(opt.program);
+  }
+  for (const auto& e : log.events) {
+    if (e.event == 'X' && !e.path.empty() && e.path[0] == '/') {
+      programs.insert(e.path);
+    }
+  }
   for (const auto& e : log.events) {
     if (e.event == 'A' && !e.path.empty() && e.path[0] == '/' && !after_start(opt, e.mtime_ns) && !system_own_path(e.path) &&
         !under_any(e.path, prefixes) && !under_any(e.path, opt.own_dirs) && !path_under(opt.cwd, e.path)) {
@@ -466,9 +495,10 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       f.cls = "other"; // reprun's own files, the interpreter's, devices and the kernel's (/dev/null written)
     } else if ((s.first_writes && !s.module) || opt.written_earlier.count(s.f.path)) {
       f.cls = "written";
-    } else if (!data_place && !(s.module && !system_path(path) && !hidden_component(path))) {
-      f.cls = "other";
-    } else if (!f.folder && is_code_name(path) && (s.module || data_place)) {
+    } else if (!data_place && !(s.module && !system_own_path(path) && !hidden_component(path))) {
+      f.cls = "other"; // a module imported from outside the system's folders is code: ../lib, /var/lib/jenkins/...
+    } else if (!f.folder && (is_code_name(path) || (programs.count(path) > 0 && s.f.read && is_script(std::string(path)))) &&
+               (s.module || data_place)) {
       f.cls = "code";
     } else if (data_place) {
       f.cls = "data";

@@ -184,9 +184,9 @@ expect_rc 0 "$REPRUN" exec -o ref --runs 1 -q -- "$PY" ls.py
 expect_rc 0 "$REPRUN" exec -o new --runs 1 -q -- "$PY" ls.py
 expect_rc 0 "$REPRUN" diff ref/run-1 new/run-1
 grep -q '^IDENTICAL' "$T/out" || fail "(i) $(cat "$T/out")"
-grep -qF "\"path\":\"$T/i\",\"class\":\"data\",\"folder\":true" new/run-1/inputs.jsonl ||
+grep -qF "\"path\":\".\",\"class\":\"data\",\"folder\":true" new/run-1/inputs.jsonl ||
   fail "(i) no listing of the working directory: $(grep folder new/run-1/inputs.jsonl)"
-grep -F "\"path\":\"$T/i\"," new/run-1/inputs.jsonl | grep -qF '"names":["a.csv","ls.py"]' ||
-  fail "(i) the listing: $(grep -F "\"path\":\"$T/i\"," new/run-1/inputs.jsonl)"
+grep -F "\"path\":\".\"," new/run-1/inputs.jsonl | grep -qF '"names":["a.csv","ls.py"]' ||
+  fail "(i) the listing: $(grep -F "\"path\":\".\"," new/run-1/inputs.jsonl)"
 cd "$T" || fail "cd $T"
 pass

@@ -102,6 +102,7 @@ struct InputsRecord {
 
 struct InputsOptions {
   std::string cwd;                           // the program's working directory
+  std::string program;                       // exec's program, absolute, when it names a file ("" else)
   std::vector<std::string> argv_paths;       // existing files and folders the arguments name
   std::vector<std::string> data_dirs;        // --data-dir
   std::vector<std::string> stat_only_dirs;   // --stat-only: size and time only, no digest

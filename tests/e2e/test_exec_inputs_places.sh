@@ -1,0 +1,108 @@
+# Where a program's files lie (issue 36, tried as a user): each case was a false difference or a
+# change not named before.
+#  (a) a virtual environment in the project folder named without a dot (venv/): its pyvenv.cfg and
+#      console scripts (whose first lines hold the environment's path) are the interpreter's, not
+#      data; two checkouts of one project diff to exit 0;
+#  (b) a Python script with no extension run as a program (./train, "#!" line): code, and an edit
+#      is [code] with the changed line, not "[dataset] ... the training data changed", nor counted
+#      again as "[libraries] program.executable_file";
+#  (c) a program that lists its working directory (glob("*.csv")): the listing is keyed "." in
+#      every checkout, and two checkouts diff to exit 0;
+#  (d) a module imported from outside the working directory, in a temporary folder
+#      (sys.path.insert(0, "../lib")): code, and an edit to it is named with its line;
+#  (e) the script outside the working directory (python3 ../scripts/train.py): matched between two
+#      checkouts by its place beside each run's working directory; unchanged, exit 0; edited in one
+#      checkout, [code] ../scripts/train.py with the line (in one checkout, by its absolute path),
+#      and its argument entry not counted a second time.
+source "$(dirname "$0")/lib.sh"
+PY=$(command -v python3) || skip "no python3"
+[[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
+
+record() { # record DIR PROGRAM ARGS...: one run kept as a reference, in the current folder
+  local dir=$1
+  shift
+  rm -rf "$dir"
+  "$REPRUN" exec -o "$dir" --runs 1 -q -- "$@" >"$T/rec.out" 2>"$T/rec.err" ||
+    fail "exec -o $dir -- $*: exit $? ($(cat "$T/rec.err"))"
+}
+class_of() { # class_of RUN PATH: the class inputs.jsonl gives PATH ("" when not recorded)
+  "$PY" - "$1/inputs.jsonl" "$2" <<'PYSRC'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["path"] == sys.argv[2]:
+        print(r["class"])
+PYSRC
+}
+
+# (a) venv/ in two checkouts of one project.
+for p in a1 a2; do
+  mkdir "$p"
+  (cd "$p" && seq 1 20 >d.csv && printf 'print(sum(int(x) for x in open("d.csv")))\n' >t.py &&
+    "$PY" -m venv --without-pip venv) || skip "python3 -m venv does not work here"
+  (cd "$p" && record A venv/bin/python t.py)
+done
+[[ $(class_of a1/A/run-1 venv/pyvenv.cfg) == other ]] || fail "(a) venv/pyvenv.cfg: $(grep pyvenv a1/A/run-1/inputs.jsonl)"
+[[ $(class_of a1/A/run-1 d.csv) == data ]] || fail "(a) d.csv is not data: $(grep d.csv a1/A/run-1/inputs.jsonl)"
+(cd a2 && expect_rc 0 "$REPRUN" diff ../a1/A/run-1 A/run-1)
+grep -q "^IDENTICAL" "$T/out" || fail "(a) two checkouts with a venv/: $(cat "$T/out")"
+
+# (b) ./train, a script with no extension, edited.
+mkdir b && cd b
+printf '#!/usr/bin/env python3\nlr = 0.1\nprint(lr * 3)\n' >train
+chmod +x train
+record A ./train
+[[ $(class_of A/run-1 train) == code ]] || fail "(b) the script ./train: $(grep '"train"' A/run-1/inputs.jsonl)"
+sed -i 's/lr = 0.1/lr = 0.2/' train
+record B ./train
+expect_rc 1 "$REPRUN" diff A/run-1 B/run-1
+grep -q '^  \[code\] train: ' "$T/out" || fail "(b) the edited script: $(cat "$T/out")"
+grep -q '2 - lr = 0.1' "$T/out" && grep -q '2 + lr = 0.2' "$T/out" || fail "(b) the changed line: $(cat "$T/out")"
+sed -n '/^Likely cause/{n;p;q}' "$T/out" | grep -q "code changed" || fail "(b) the first cause: $(cat "$T/out")"
+grep -q '^  \[libraries\]' "$T/out" && fail "(b) the script counted a second time, as a library: $(cat "$T/out")"
+cd "$T"
+
+# (c) the working directory listed, in two checkouts.
+for p in c1 c2; do
+  mkdir "$p"
+  (cd "$p" && seq 1 5 >a.csv && seq 6 9 >b.csv &&
+    printf 'import glob\nprint(sum(int(x) for f in sorted(glob.glob("*.csv")) for x in open(f)))\n' >g.py &&
+    record A "$PY" g.py)
+done
+grep -q '"path":".","class":"data"' c1/A/run-1/inputs.jsonl || fail "(c) the listing of the working directory: $(grep folder c1/A/run-1/inputs.jsonl)"
+(cd c2 && expect_rc 0 "$REPRUN" diff ../c1/A/run-1 A/run-1)
+grep -q "^IDENTICAL" "$T/out" || fail "(c) two checkouts that list their folder: $(cat "$T/out")"
+
+# (d) a module from ../lib, edited.
+mkdir -p d/lib d/proj
+printf 'def f():\n    return 2\n' >d/lib/helper.py
+printf 'import sys\nsys.path.insert(0, "../lib")\nimport helper\nprint(helper.f())\n' >d/proj/t.py
+cd d/proj
+record A "$PY" t.py
+[[ $(class_of A/run-1 "$T/d/lib/helper.py") == code ]] || fail "(d) ../lib/helper.py: $(grep helper A/run-1/inputs.jsonl)"
+sed -i 's/return 2/return 3/' ../lib/helper.py
+record B "$PY" t.py
+expect_rc 1 "$REPRUN" diff A/run-1 B/run-1
+grep -q "^  \[code\] $T/d/lib/helper.py: " "$T/out" && grep -q '2 +     return 3' "$T/out" ||
+  fail "(d) the edited module: $(cat "$T/out")"
+cd "$T"
+
+# (e) ../scripts/train.py from two checkouts.
+for p in e1 e2; do
+  mkdir -p "$p/scripts" "$p/proj/data"
+  printf 'import sys\nrate = 0.5\nprint(sum(float(x) for x in open(sys.argv[1])) * rate)\n' >"$p/scripts/train.py"
+  seq 1 9 >"$p/proj/data/x.csv"
+done
+(cd e1/proj && record A "$PY" ../scripts/train.py data/x.csv)
+(cd e2/proj && record A "$PY" ../scripts/train.py data/x.csv)
+(cd e2/proj && expect_rc 0 "$REPRUN" diff ../../e1/proj/A/run-1 A/run-1)
+grep -q "^IDENTICAL" "$T/out" || fail "(e) two checkouts running ../scripts/train.py: $(cat "$T/out")"
+sed -i 's/rate = 0.5/rate = 0.25/' e2/scripts/train.py
+(cd e2/proj && record B "$PY" ../scripts/train.py data/x.csv)
+(cd e2/proj && expect_rc 1 "$REPRUN" diff ../../e1/proj/A/run-1 B/run-1)
+grep -q '^  \[code\] \.\./scripts/train\.py: ' "$T/out" && grep -q '2 + rate = 0.25' "$T/out" ||
+  fail "(e) the script edited in one checkout: $(cat "$T/out")"
+(cd e2/proj && expect_rc 1 "$REPRUN" diff A/run-1 B/run-1) # one checkout: the script by its absolute path
+grep -q "^  \[code\] $T/e2/scripts/train.py: " "$T/out" || fail "(e) the script edited, one checkout: $(cat "$T/out")"
+grep -q '^  \[code\] program.argv_files' "$T/out" && fail "(e) the script's argument counted a second time: $(cat "$T/out")"
+pass
