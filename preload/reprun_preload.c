@@ -22,10 +22,17 @@
  *   D      0                        0 or -errno    opendir, fdopendir
  *   X      ok | cleared | static    0              execve, execv, execvp, execvpe, execl, execlp,
  *                                                  execle, posix_spawn, posix_spawnp (before the call)
+ *   L      0                        0              readlink, readlinkat: a symbolic link the
+ *                                                  program read (Python's os.path.realpath,
+ *                                                  Path.resolve); where: its target as stored
+ *                                                  (escaped as path is); not /proc's own links
  *   A      argument index           0              an argument of a program image that names an
  *                                                  existing file or folder (after its S; the part
  *                                                  after '=' of a "-x=VALUE" argument; never the
- *                                                  log), at most k_max_named_args a process
+ *                                                  log; of the command after "-c", each word
+ *                                                  that names a regular file: `sh -c 'python3
+ *                                                  t.py < /data/x.csv'`), at most k_max_named_args
+ *                                                  a process
  *   e.g. (tabs shown as spaces)
  *          4711 S 4700 0 1265648 1745016454000000000 65024:247101 - /usr/bin/bash
  *          4711 O 1073742401 3 0 1795648802891856258 65024:10971053 - /work/run/out.txt
@@ -126,12 +133,12 @@ static __thread int t_in_hook __attribute__((tls_model("initial-exec")));
 enum Real {
   r_open, r_open64, r_openat, r_openat64, r_open_2, r_open64_2, r_openat_2, r_openat64_2,
   r_creat, r_creat64, r_fopen, r_fopen64, r_freopen, r_freopen64, r_opendir, r_fdopendir,
-  r_execve, r_execv, r_execvp, r_execvpe, r_posix_spawn, r_posix_spawnp, r_count
+  r_execve, r_execv, r_execvp, r_execvpe, r_posix_spawn, r_posix_spawnp, r_readlink, r_readlinkat, r_count
 };
 static const char* const k_real_names[r_count] = {
   "open", "open64", "openat", "openat64", "__open_2", "__open64_2", "__openat_2", "__openat64_2",
   "creat", "creat64", "fopen", "fopen64", "freopen", "freopen64", "opendir", "fdopendir",
-  "execve", "execv", "execvp", "execvpe", "posix_spawn", "posix_spawnp"};
+  "execve", "execv", "execvp", "execvpe", "posix_spawn", "posix_spawnp", "readlink", "readlinkat"};
 static void* _Atomic g_real[r_count];
 
 /* The constructor resolves them all; a hook called before it (by another library's constructor)
@@ -158,6 +165,18 @@ typedef int (*ExecveFn)(const char*, char* const[], char* const[]);
 typedef int (*ExecvFn)(const char*, char* const[]);
 typedef int (*SpawnFn)(pid_t*, const char*, const posix_spawn_file_actions_t*,
                        const posix_spawnattr_t*, char* const[], char* const[]);
+typedef ssize_t (*ReadlinkFn)(const char*, char*, size_t);
+typedef ssize_t (*ReadlinkatFn)(int, const char*, char*, size_t);
+
+/* The library's own readlink (/proc/self/fd/N, /proc/self/exe): the real one, never recorded. */
+static ssize_t own_readlink(const char* path, char* buf, size_t size) {
+  ReadlinkFn fn = (ReadlinkFn)real(r_readlink);
+  if (fn == NULL) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return fn(path, buf, size);
+}
 
 /* The library's own opens: the real open, never recorded. */
 static int own_open(const char* path, int flags, mode_t mode) {
@@ -227,7 +246,7 @@ static int base_dir(int dirfd, char* dir) {
   }
   char link[40] = "/proc/self/fd/";
   link[14 + format_u64(link + 14, (uint64_t)dirfd)] = '\0';
-  ssize_t n = readlink(link, dir, PATH_MAX - 1);
+  ssize_t n = own_readlink(link, dir, PATH_MAX - 1);
   if (n <= 0) {
     return 0;
   }
@@ -275,7 +294,7 @@ static void record_start(void) {
   Line l;
   line_init(&l);
   char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  ssize_t n = own_readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = '\0';
   struct stat st;
   int have = stat("/proc/self/exe", &st) == 0;
@@ -442,6 +461,56 @@ static int call_execvpe(const char* file, char* const argv[], char* const envp[]
 
 /* ---- Process start and fork ------------------------------------------------------------------- */
 
+/* The A record of argument i naming arg, when it names an existing file or folder (only a regular
+ * file when files_only); 1 when written. */
+static int record_arg(int64_t pid, int i, const char* arg, int files_only) {
+  struct stat st;
+  const size_t n = strlen(arg);
+  if (n == 0 || n >= PATH_MAX || stat(arg, &st) != 0 || is_log(&st) || (files_only && !S_ISREG(st.st_mode))) {
+    return 0;
+  }
+  Line l;
+  line_init(&l);
+  put_head(&l, pid, 'A', NULL, i, 0, &st, NULL, 0);
+  put_path(&l, AT_FDCWD, arg);
+  emit(&l);
+  return 1;
+}
+
+/* A character between a command's words: blanks, the shell's operators and quotes. */
+static int is_word_break(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '<' || c == '>' || c == '|' || c == '&' || c == ';' ||
+         c == '(' || c == ')' || c == '`' || c == '\'' || c == '"' || c == '=' || c == ',';
+}
+
+/* The words of the command argument i (after "-c") that name a regular file: a file a shell reads
+ * itself (`python3 sum.py < /data/nums.csv`), which no process's arguments name. Not a folder: `cd
+ * /tmp && ...` names no data. Returns the count of records written. */
+static int record_command_words(int64_t pid, int i, const char* cmd, int named) {
+  char word[PATH_MAX];
+  int written = 0;
+  const char* p = cmd;
+  while (*p != '\0' && named + written < k_max_named_args) {
+    while (*p != '\0' && is_word_break(*p)) {
+      ++p;
+    }
+    size_t n = 0;
+    int fits = 1;
+    for (; *p != '\0' && !is_word_break(*p); ++p) {
+      if (n + 1 < sizeof word) {
+        word[n++] = *p;
+      } else {
+        fits = 0;
+      }
+    }
+    word[n] = '\0';
+    if (n > 0 && fits) {
+      written += record_arg(pid, i, word, 1);
+    }
+  }
+  return written;
+}
+
 /* The arguments of a program image that name an existing file or folder, one A record each: a file
  * that a wrapper script hands to its child by path is named in the arguments, as one given to
  * `reprun exec` itself is. Only at an image's start (glibc hands the constructor argc and argv), not
@@ -458,17 +527,13 @@ static void record_args(int argc, char** argv) {
     if (eq != NULL) {
       arg = eq + 1; /* --data=train.csv */
     }
-    struct stat st;
-    const size_t n = strlen(arg);
-    if (n == 0 || n >= PATH_MAX || stat(arg, &st) != 0 || is_log(&st)) {
-      continue;
+    const char* prev = argv[i - 1];
+    const size_t plen = i > 1 ? strlen(prev) : 0;
+    if (plen >= 2 && prev[0] == '-' && prev[1] != '-' && prev[plen - 1] == 'c' && strpbrk(arg, " \t\n<>|&;") != NULL) {
+      named += record_command_words(pid, i, arg, named); /* sh -c 'COMMAND', bash -lc, python3 -c 'CODE' */
+    } else {
+      named += record_arg(pid, i, arg, 0);
     }
-    Line l;
-    line_init(&l);
-    put_head(&l, pid, 'A', NULL, i, 0, &st, NULL, 0);
-    put_path(&l, AT_FDCWD, arg);
-    emit(&l);
-    ++named;
   }
 }
 
@@ -666,6 +731,43 @@ EXPORT DIR* fdopendir(int fd) {
     errno = error;
   }
   return dir;
+}
+
+/* An L record: the program read the symbolic link path (of dirfd), whose target (n bytes, as
+ * stored) goes in the where field. Not the kernel's own links (/proc/self/fd/3, /proc/self/exe). */
+static void record_link(int dirfd, const char* path, const char* target, ssize_t n) {
+  if (n <= 0 || strncmp(path, "/proc/", 6) == 0 || (n == 1 && target[0] == '-')) {
+    return;
+  }
+  Line l;
+  line_init(&l);
+  put_head(&l, getpid(), 'L', NULL, 0, 0, NULL, target, (size_t)n);
+  put_path(&l, dirfd, path);
+  emit(&l);
+}
+
+EXPORT ssize_t readlink(const char* path, char* buf, size_t size) {
+  ReadlinkFn fn = (ReadlinkFn)real(r_readlink);
+  ssize_t n = fn != NULL ? fn(path, buf, size) : (errno = ENOSYS, -1);
+  if (n > 0 && !is_null(path) && !is_null(buf) && hook_enter()) {
+    int saved = errno;
+    record_link(AT_FDCWD, path, buf, n);
+    hook_leave();
+    errno = saved;
+  }
+  return n;
+}
+
+EXPORT ssize_t readlinkat(int dirfd, const char* path, char* buf, size_t size) {
+  ReadlinkatFn fn = (ReadlinkatFn)real(r_readlinkat);
+  ssize_t n = fn != NULL ? fn(dirfd, path, buf, size) : (errno = ENOSYS, -1);
+  if (n > 0 && !is_null(path) && !is_null(buf) && hook_enter()) {
+    int saved = errno;
+    record_link(dirfd, path, buf, n);
+    hook_leave();
+    errno = saved;
+  }
+  return n;
 }
 
 EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {

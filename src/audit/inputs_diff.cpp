@@ -467,7 +467,18 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       d.b = std::to_string(y->size);
       d.detail = fmt::format("{} -> {} bytes (recorded by size only: --stat-only)", grouped(static_cast<long long>(x->size)),
                              grouped(static_cast<long long>(y->size)));
+    } else if (x->existed && y->existed && !x->hashed && !y->hashed && x->size != y->size) {
+      // Neither could be read after the run (the program removed it: a queue, a consumed file), but
+      // their sizes at the first open differ.
+      d.a = std::to_string(x->size);
+      d.b = std::to_string(y->size);
+      d.detail = fmt::format("{} -> {} bytes at the first open (its content was not read: {})",
+                             grouped(static_cast<long long>(x->size)), grouped(static_cast<long long>(y->size)),
+                             x->note.empty() ? y->note : x->note);
     } else {
+      if (x->existed && y->existed && !x->hashed && !y->hashed && !x->note.empty()) {
+        r.notes.push_back(fmt::format("{}: not compared, the same size at the first open in both runs ({})", path, x->note));
+      }
       continue; // neither could be read: their notes say why
     }
     for (const auto& p : opt.ignore_meta) {

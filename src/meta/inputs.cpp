@@ -460,8 +460,12 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     }
   }
   for (const auto& e : log.events) {
+    // Nor a tool's own files, which its scripts hand each other (pyenv's shims run
+    // ~/.pyenv/libexec/pyenv-exec with ~/.pyenv/version): what lies in a hidden folder outside the
+    // working directory, and a script some process started.
     if (e.event == 'A' && !e.path.empty() && e.path[0] == '/' && !after_start(opt, e.mtime_ns) && !system_own_path(e.path) &&
-        !under_any(e.path, prefixes) && !under_any(e.path, opt.own_dirs) && !path_under(opt.cwd, e.path)) {
+        !under_any(e.path, prefixes) && !under_any(e.path, opt.own_dirs) && !path_under(opt.cwd, e.path) &&
+        !(hidden_component(e.path) && !path_under(e.path, opt.cwd)) && programs.count(e.path) == 0) {
       name(e.path);
     }
   }
@@ -476,6 +480,28 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       p = parent_of(p);
     }
   };
+  // A symbolic link in a place of data that the program resolved (Path("data/t.csv").resolve(),
+  // os.path.realpath) names its target as data, as an argument would: the program then opens the
+  // target by its own path, outside the working directory. Not a link of the interpreter's or
+  // reprun's, nor a target that is the system's own, the interpreter's, or holds the working
+  // directory.
+  std::deque<std::string> targets;
+  for (const auto& e : log.events) {
+    if (e.event != 'L' || e.path.empty() || e.path[0] != '/' || under_any(e.path, prefixes) || under_any(e.path, opt.own_dirs)) {
+      continue;
+    }
+    const bool in_cwd = path_under(e.path, opt.cwd) &&
+                        !hidden_component(std::string_view(e.path).substr(std::min(e.path.size(), opt.cwd.size())));
+    if (!in_cwd && !under_any(e.path, opt.data_dirs) && !named_in_args(e.path)) {
+      continue;
+    }
+    std::string target = e.where[0] == '/' ? e.where : std::string(parent_of(e.path)) + "/" + e.where;
+    target = fs::path(target).lexically_normal().string();
+    if (!system_own_path(target) && !under_any(target, prefixes) && !under_any(target, opt.own_dirs) &&
+        !path_under(opt.cwd, target)) {
+      name(targets.emplace_back(std::move(target)));
+    }
+  }
   std::unordered_set<std::string_view> made_in; // the folders of the files the run made
   for (const auto& [path, s] : seen) {
     if (s.created) {

@@ -101,7 +101,8 @@ bool parse_event(std::string_view line, FileEvent& e) {
     e.where = unescape_log_path(f[7]);
   }
   e.path = normal_path(unescape_log_path(f[8]));
-  return e.event == 'S' || e.event == 'O' || e.event == 'D' || e.event == 'X' || e.event == 'A';
+  return e.event == 'S' || e.event == 'O' || e.event == 'D' || e.event == 'X' || e.event == 'A' ||
+         (e.event == 'L' && !e.where.empty());
 }
 
 bool parse_py(std::string_view line, PyFileEvent& e) {

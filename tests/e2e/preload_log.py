@@ -17,8 +17,8 @@ DEVINO = re.compile(rb"([0-9]+):([0-9]+)")
 class Record:
     line: int
     pid: int
-    ev: str       # S O D X
-    a: object     # int (S: ppid, O: flags, D: 0) or str (X: ok | cleared | static)
+    ev: str       # S O D X A L
+    a: object     # int (S: ppid, O: flags, D: 0, A: the argument's index, L: 0) or str (X: ok | cleared | static)
     b: int
     size: int
     mtime_ns: int
@@ -26,7 +26,7 @@ class Record:
     ino: int
     path: bytes   # unescaped
     cut: bool     # the path ended with the mark "\c"
-    where: bytes  # O of a Python process: the program's b"file:line" or b"import"; else b""
+    where: bytes  # O of a Python process: the program's b"file:line" or b"import"; L: the link's target; else b""
 
 
 def unescape(raw, where):
@@ -76,7 +76,7 @@ def parse(path):
         pid, ev, a, b, size, mtime, devino, line_of, p = f
         if not UINT.fullmatch(pid) or int(pid) <= 0:
             raise ValueError(f"{where}: pid {pid!r}")
-        if ev not in (b"S", b"O", b"D", b"X", b"A"):
+        if ev not in (b"S", b"O", b"D", b"X", b"A", b"L"):
             raise ValueError(f"{where}: event {ev!r}")
         if ev == b"X":
             if a not in (b"ok", b"cleared", b"static"):
@@ -92,12 +92,14 @@ def parse(path):
         m = DEVINO.fullmatch(devino)
         if not m:
             raise ValueError(f"{where}: dev:ino {devino!r}")
-        if ev in (b"S", b"X", b"A") and int(b) != 0 or ev == b"D" and int(b) > 0 or ev == b"A" and int(a) < 1:
+        if ev in (b"S", b"X", b"A", b"L") and int(b) != 0 or ev == b"D" and int(b) > 0 or ev == b"A" and int(a) < 1:
             raise ValueError(f"{where}: b {b!r} for {ev!r}")
-        if line_of != b"-" and ev != b"O":
+        if ev == b"L" and (int(a) != 0 or line_of == b"-" or (size, mtime, devino) != (b"0", b"0", b"0:0")):
+            raise ValueError(f"{where}: an L record without its target, or with a stat: {line!r}")
+        if line_of != b"-" and ev not in (b"O", b"L"):
             raise ValueError(f"{where}: a program line {line_of!r} on {ev!r}")
         line_bytes, line_cut = unescape(line_of, where) if line_of != b"-" else (b"", False)
-        if line_cut or (line_bytes != b"import" and line_bytes and not re.fullmatch(rb".+:[0-9]+", line_bytes)):
+        if ev == b"O" and (line_cut or (line_bytes != b"import" and line_bytes and not re.fullmatch(rb".+:[0-9]+", line_bytes))):
             raise ValueError(f"{where}: program line {line_of!r}")
         path_bytes, cut = unescape(p, where)
         records.append(Record(n, int(pid), ev.decode(), a, int(b), int(size), int(mtime),

@@ -13,7 +13,14 @@
 #  (e) the script outside the working directory (python3 ../scripts/train.py): matched between two
 #      checkouts by its place beside each run's working directory; unchanged, exit 0; edited in one
 #      checkout, [code] ../scripts/train.py with the line (in one checkout, by its absolute path),
-#      and its argument entry not counted a second time.
+#      and its argument entry not counted a second time;
+#  (f) data reached through a symbolic link the program resolves (Path("data/t.csv").resolve(),
+#      the link pointed elsewhere between two records): the target is data and named;
+#  (g) a tool in a hidden folder whose scripts hand each other its own files (pyenv's shims: a
+#      wrapper running ~/.tool/libexec/run with ~/.tool/version): none of them is data or code;
+#  (h) a file outside the working directory that a shell redirects into the program (sh -c
+#      'python3 sum.py < /x/nums.csv', exec's own advice for stdin): data, and a change is named;
+#  (i) a data file the program deletes after reading it: its size at the first open compared.
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 [[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
@@ -105,4 +112,60 @@ grep -q '^  \[code\] \.\./scripts/train\.py: ' "$T/out" && grep -q '2 + rate = 0
 (cd e2/proj && expect_rc 1 "$REPRUN" diff A/run-1 B/run-1) # one checkout: the script by its absolute path
 grep -q "^  \[code\] $T/e2/scripts/train.py: " "$T/out" || fail "(e) the script edited, one checkout: $(cat "$T/out")"
 grep -q '^  \[code\] program.argv_files' "$T/out" && fail "(e) the script's argument counted a second time: $(cat "$T/out")"
+# (f) data/t.csv -> ../st/v1.csv, then -> ../st/v2.csv, resolved by the program.
+mkdir -p f/st f/q/data
+seq 1 10 >f/st/v1.csv
+seq 2 11 >f/st/v2.csv
+cd f/q
+printf 'from pathlib import Path\nprint(sum(int(x) for x in open(Path("data/t.csv").resolve())))\n' >t.py
+ln -s "$T/f/st/v1.csv" data/t.csv
+record A "$PY" t.py
+[[ $(class_of A/run-1 "$T/f/st/v1.csv") == data ]] || fail "(f) the link's target: $(grep v1.csv A/run-1/inputs.jsonl)"
+ln -sfn "$T/f/st/v2.csv" data/t.csv
+record B "$PY" t.py
+expect_rc 1 "$REPRUN" diff A/run-1 B/run-1
+sed -n '/^Likely cause/{n;p;q}' "$T/out" | grep -qF "the training data changed ($T/f/st/v1.csv: read by A only" ||
+  fail "(f) the link pointed elsewhere: $(cat "$T/out")"
+cd "$T"
+
+# (g) a shim in a hidden tool folder, as pyenv's: wrapper -> ~/.tool/libexec/run ~/.tool/version.
+mkdir -p g/home/.tool/shims g/home/.tool/libexec g/p
+echo 3.11 >g/home/.tool/version
+printf '#!/bin/sh\nexec "%s/g/home/.tool/libexec/run" "%s/g/home/.tool/version" "$@"\n' "$T" "$T" >g/home/.tool/shims/py
+printf '#!/bin/sh\nread v < "$1"\nshift\nexec "%s" "$@"\n' "$PY" >g/home/.tool/libexec/run
+chmod +x g/home/.tool/shims/py g/home/.tool/libexec/run
+cd g/p
+seq 1 4 >d.csv
+printf 'print(sum(int(x) for x in open("d.csv")))\n' >t.py
+record A "$T/g/home/.tool/shims/py" t.py
+grep -F "$T/g/home/.tool" A/run-1/inputs.jsonl | grep -qv '"class":"other"' &&
+  fail "(g) the tool's own files: $(grep -F "$T/g/home/.tool" A/run-1/inputs.jsonl)"
+[[ $(class_of A/run-1 d.csv) == data ]] || fail "(g) d.csv: $(grep d.csv A/run-1/inputs.jsonl)"
+cd "$T"
+
+# (h) sh -c 'python3 sum.py < /x/nums.csv', the table changed between two records.
+mkdir -p h/store h/p
+seq 1 10 >h/store/nums.csv
+printf 'import sys\nprint(sum(float(x) for x in sys.stdin))\n' >h/p/sum.py
+cd h/p
+record A sh -c "\"$PY\" sum.py < $T/h/store/nums.csv"
+sed -i 5s/5/55/ ../store/nums.csv
+record B sh -c "\"$PY\" sum.py < $T/h/store/nums.csv"
+expect_rc 1 "$REPRUN" diff A/run-1 B/run-1
+grep -qF "[dataset] $T/h/store/nums.csv: line 5 changed" "$T/out" || fail "(h) the redirected table: $(cat "$T/out")"
+cd "$T"
+
+# (i) consume.txt read, then removed by the program; 50 then 51 lines.
+mkdir i && cd i
+printf 'import os\nprint(sum(int(x) for x in open("consume.txt")))\nos.remove("consume.txt")\n' >del.py
+seq 1 50 >consume.txt
+record A "$PY" del.py
+seq 1 51 >consume.txt
+record B "$PY" del.py
+expect_rc 1 "$REPRUN" diff A/run-1 B/run-1
+grep -qF "[dataset] consume.txt: 141 -> 144 bytes at the first open" "$T/out" || fail "(i) the consumed file: $(cat "$T/out")"
+seq 1 51 >consume.txt
+record C "$PY" del.py
+expect_rc 0 "$REPRUN" diff B/run-1 C/run-1
+grep -qF "consume.txt: not compared, the same size at the first open" "$T/out" || fail "(i) the note: $(cat "$T/out")"
 pass

@@ -105,6 +105,29 @@ check(len(out) == 1 and out[0].a == os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
       "out.txt there before: no did-not-exist bit", R)
 PY
 
+# A shell's command after -c: the file it redirects into its child's input is named (an A record of
+# the command's index), a folder it changes into is not, nor a word that names nothing.
+mkdir -p sub
+with shc sh -c "cd sub && cd .. && wc -l < $TP/data.txt; true nothing.txt"
+plain shc sh -c "cd sub && cd .. && wc -l < $TP/data.txt; true nothing.txt"
+same_output shc
+pycheck "$T/shc.log" <<'PY'
+sh = [r for r in R if r.ev == "S" and r.path.endswith((b"/sh", b"/dash", b"/bash"))]
+args = [(r.a, r.path) for r in R if r.ev == "A" and r.pid == sh[0].pid]
+check(args == [(2, TP + b"/data.txt")], "sh -c's command: one A record, data.txt (not sub, not nothing.txt)", R)
+PY
+
+# A symbolic link read (Python's os.path.realpath: readlink): an L record, the link's path and its
+# target as stored; the library's own reads of /proc's links are not recorded.
+ln -s data.txt link.txt
+with link "$PY" -c 'import os; print(os.path.realpath("link.txt"))'
+plain link "$PY" -c 'import os; print(os.path.realpath("link.txt"))'
+same_output link
+pycheck "$T/link.log" <<'PY'
+L = [(r.path, r.where) for r in R if r.ev == "L"]
+check(L == [(TP + b"/link.txt", b"data.txt")], "one L record: link.txt -> data.txt", R)
+PY
+
 # Debian's Python reads a file and lists a folder (opendir: D; an openat with O_DIRECTORY: O).
 cat >read.py <<'PY'
 import os

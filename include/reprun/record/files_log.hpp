@@ -6,7 +6,9 @@
 //                 EVENT S (a process started: A its parent's pid, PATH its executable), O (an open of
 //                 the open family or fopen: A the open flags, with 0x40000000 when O_CREAT made the
 //                 file; B the fd or -errno), D (a directory listed: B 0 or -errno), X (an exec or
-//                 posix_spawn: A ok | cleared | static, whether the child is recorded); SIZE, MTIME_NS
+//                 posix_spawn: A ok | cleared | static, whether the child is recorded), A (an
+//                 argument of a program image naming a file: A its index), L (a symbolic link the
+//                 program read: WHERE its target as stored); SIZE, MTIME_NS
 //                 and DEV:INO from fstat at the open; WHERE "-", or on an O record of a Python
 //                 process the program's file:line that opened it, or "import" (the import system);
 //                 PATH absolute, WHERE and PATH with \\ \t \n \xHH escapes.
@@ -32,13 +34,14 @@ namespace reprun {
 
 struct FileEvent {
   long pid = 0;
-  char event = 0;          // S O D X A
+  char event = 0;          // S O D X A L
   long long a = 0;         // O: open flags (0x40000000: created by this open); S: parent pid; A: argument index
   long long b = 0;         // O, D: the fd (>= 0) or -errno
   std::string reason;      // X: ok | cleared | static
   uint64_t size = 0, dev = 0, ino = 0;
   int64_t mtime_ns = 0;
-  std::string where;       // O of a Python process: "train.py:12", "import" (the import system); else ""
+  std::string where;       // O of a Python process: "train.py:12", "import" (the import system); L: the
+                           // link's target as stored; else ""
   std::string path;        // unescaped bytes
 };
 
