@@ -746,21 +746,8 @@ static void record_link(int dirfd, const char* path, const char* target, ssize_t
   emit(&l);
 }
 
-EXPORT ssize_t readlink(const char* path, char* buf, size_t size) {
-  ReadlinkFn fn = (ReadlinkFn)real(r_readlink);
-  ssize_t n = fn != NULL ? fn(path, buf, size) : (errno = ENOSYS, -1);
-  if (n > 0 && !is_null(path) && !is_null(buf) && hook_enter()) {
-    int saved = errno;
-    record_link(AT_FDCWD, path, buf, n);
-    hook_leave();
-    errno = saved;
-  }
-  return n;
-}
-
-EXPORT ssize_t readlinkat(int dirfd, const char* path, char* buf, size_t size) {
-  ReadlinkatFn fn = (ReadlinkatFn)real(r_readlinkat);
-  ssize_t n = fn != NULL ? fn(dirfd, path, buf, size) : (errno = ENOSYS, -1);
+/* After a readlink of the real function returned n: its L record, errno kept. */
+static ssize_t readlink_end(int dirfd, const char* path, const char* buf, ssize_t n) {
   if (n > 0 && !is_null(path) && !is_null(buf) && hook_enter()) {
     int saved = errno;
     record_link(dirfd, path, buf, n);
@@ -768,6 +755,16 @@ EXPORT ssize_t readlinkat(int dirfd, const char* path, char* buf, size_t size) {
     errno = saved;
   }
   return n;
+}
+
+EXPORT ssize_t readlink(const char* path, char* buf, size_t size) {
+  ReadlinkFn fn = (ReadlinkFn)real(r_readlink);
+  return readlink_end(AT_FDCWD, path, buf, fn != NULL ? fn(path, buf, size) : (errno = ENOSYS, -1));
+}
+
+EXPORT ssize_t readlinkat(int dirfd, const char* path, char* buf, size_t size) {
+  ReadlinkatFn fn = (ReadlinkatFn)real(r_readlinkat);
+  return readlink_end(dirfd, path, buf, fn != NULL ? fn(dirfd, path, buf, size) : (errno = ENOSYS, -1));
 }
 
 EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {

@@ -169,6 +169,15 @@ void open_side(const std::string& path, RunSide& side, std::vector<std::string>&
   if (!fs::exists(path, ec)) {
     throw Error(path, "no such file or directory (expected a run directory or a steps.jsonl file)");
   }
+  // A run directory's manifest.json or summary.json given for the directory: the step log is read
+  // as JSON lines, and the first line of a JSON document would read as "not valid JSON".
+  const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  const std::string file_name = fs::path(path).filename().string();
+  if (file_name != RunDir::name(RunFile::steps) && fs::exists(parent / RunDir::name(RunFile::manifest), ec) &&
+      file_name.size() > 5 && file_name.ends_with(".json")) {
+    throw Error(path, fmt::format("a file of the run directory {}, not a step log: compare the directory itself",
+                                  parent.string()));
+  }
   side.steps_path = path;
 }
 

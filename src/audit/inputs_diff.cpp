@@ -447,7 +447,7 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       }
       d.a = x->content.sha256;
       d.b = y->content.sha256;
-      if (any.cls == "code" && x->code_copy >= 0 && y->code_copy >= 0) {
+      if (x->code_copy >= 0 && y->code_copy >= 0) { // code, or a configuration file among the data
         std::string where;
         d.lines = changed_lines(da.read_code_copy(x->code_copy), db.read_code_copy(y->code_copy), 6, where);
         d.detail = where + " changed";

@@ -46,6 +46,15 @@ bool is_code_name(std::string_view p) {
   return std::any_of(std::begin(k_code_ext), std::end(k_code_ext), [&](const char* e) { return ends_with(p, e); });
 }
 
+// A configuration file among the data (the learning rate in configs/train.yaml): its text is kept
+// as a code file's is, up to k_config_copy_cap, so that a diff shows the changed lines.
+constexpr const char* k_config_ext[] = {".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf"};
+constexpr uint64_t k_config_copy_cap = 64 << 10;
+
+bool is_config_name(std::string_view p) {
+  return std::any_of(std::begin(k_config_ext), std::end(k_config_ext), [&](const char* e) { return ends_with(p, e); });
+}
+
 // ".../pkg/__pycache__/mod.cpython-311.pyc" -> ".../pkg/mod.py"; "" for another name.
 std::string source_of_pyc(const std::string& p) {
   if (!ends_with(p, ".pyc")) {
@@ -96,8 +105,8 @@ bool system_probe(const std::string& exe) {
   return system_path(exe) && (name == "ldconfig" || name == "ldconfig.real");
 }
 
-// `p` made relative to `cwd` when under it, in place.
-// The working directory itself is "." (a program that lists it: the same key in every checkout).
+// `p` made relative to `cwd` when under it, in place; the working directory itself is "." (a
+// program that lists it: the same key in every checkout).
 void make_relative(std::string& p, const std::string& cwd) {
   if (cwd.empty() || !path_under(p, cwd)) {
     return;
@@ -485,13 +494,14 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   // target by its own path, outside the working directory. Not a link of the interpreter's or
   // reprun's, nor a target that is the system's own, the interpreter's, or holds the working
   // directory.
+  // A hidden folder (.git/, .venv/) in the part of the path below the working directory's length.
+  auto hidden_below_cwd = [&](std::string_view p) { return hidden_component(p.substr(std::min(p.size(), opt.cwd.size()))); };
   std::deque<std::string> targets;
   for (const auto& e : log.events) {
     if (e.event != 'L' || e.path.empty() || e.path[0] != '/' || under_any(e.path, prefixes) || under_any(e.path, opt.own_dirs)) {
       continue;
     }
-    const bool in_cwd = path_under(e.path, opt.cwd) &&
-                        !hidden_component(std::string_view(e.path).substr(std::min(e.path.size(), opt.cwd.size())));
+    const bool in_cwd = path_under(e.path, opt.cwd) && !hidden_below_cwd(e.path);
     if (!in_cwd && !under_any(e.path, opt.data_dirs) && !named_in_args(e.path)) {
       continue;
     }
@@ -516,7 +526,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     const bool own = under_any(path, opt.own_dirs);
     const bool interpreter = under_any(path, prefixes);
     const bool data_place = (path_under(path, opt.cwd) || named || under_any(path, opt.data_dirs)) && !own &&
-                            !interpreter && !(hidden_component(std::string_view(path).substr(std::min(path.size(), opt.cwd.size()))) && !named);
+                            !interpreter && !(hidden_below_cwd(path) && !named);
     if (own || interpreter || kernel_path(path)) {
       f.cls = "other"; // reprun's own files, the interpreter's, devices and the kernel's (/dev/null written)
     } else if ((s.first_writes && !s.module) || opt.written_earlier.count(s.f.path)) {
@@ -692,10 +702,12 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   if (progress.joinable()) {
     progress.join();
   }
-  // Code: keep its text, for a diff to show the changed lines (numbered in the order of the paths).
+  // Code, and configuration files among the data: keep their text, for a diff to show the changed
+  // lines (numbered in the order of the paths).
   std::vector<Seen*> code;
   for (auto& [path, s] : seen) {
-    if (s.f.cls == "code" && s.f.hashed && s.f.content.size <= opt.code_cap && keep_code) {
+    const bool config = s.f.cls == "data" && s.f.content.text && s.f.content.size <= k_config_copy_cap && is_config_name(path);
+    if ((s.f.cls == "code" || config) && s.f.hashed && s.f.content.size <= opt.code_cap && keep_code) {
       code.push_back(&s);
     }
   }

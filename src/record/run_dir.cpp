@@ -254,7 +254,10 @@ RunDir RunDir::open(const std::string& path) {
   std::string manifest = join(path, name(RunFile::manifest));
   refuse_link(manifest);
   if (!exists_no_follow(manifest)) {
-    throw Error(path, fmt::format("not a run directory (no {})", name(RunFile::manifest)));
+    // exec's work directory (-o DIR) holds its runs: DIR/run-1, DIR/run-2.
+    const bool work_dir = exists_no_follow(join(join(path, "run-1"), name(RunFile::manifest)));
+    throw Error(path, fmt::format("not a run directory (no {}){}", name(RunFile::manifest),
+                                  work_dir ? fmt::format("; it holds exec's runs: did you mean {}?", join(path, "run-1")) : ""));
   }
   return RunDir(path);
 }

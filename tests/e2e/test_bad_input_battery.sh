@@ -32,6 +32,12 @@ expect_error 'empty.jsonl: an empty file' "$REPRUN" diff "$T/empty.jsonl" "$R/ba
 mkdir "$T/plainfolder"
 expect_error 'plainfolder: not a run directory' "$REPRUN" diff "$R/base" "$T/plainfolder"
 expect_error 'nothere: no such file or directory' "$REPRUN" diff "$T/nothere" "$R/base"
+# exec's work directory for its run, and a run's manifest for the run: each error says what to give.
+mkdir -p "$T/workdir" && cp -r "$R/base" "$T/workdir/run-1"
+expect_error "workdir: not a run directory \(no manifest.json\); it holds exec's runs: did you mean .*workdir/run-1\?" \
+  "$REPRUN" diff "$R/base" "$T/workdir"
+expect_error 'base/manifest.json: a file of the run directory .*base, not a step log: compare the directory itself' \
+  "$REPRUN" diff "$R/base" "$R/base/manifest.json"
 
 # Step-log lines.
 line negstep '{"step":-2,"loss":0.5}'

@@ -20,7 +20,9 @@
 #      wrapper running ~/.tool/libexec/run with ~/.tool/version): none of them is data or code;
 #  (h) a file outside the working directory that a shell redirects into the program (sh -c
 #      'python3 sum.py < /x/nums.csv', exec's own advice for stdin): data, and a change is named;
-#  (i) a data file the program deletes after reading it: its size at the first open compared.
+#  (i) a data file the program deletes after reading it: its size at the first open compared;
+#  (j) a configuration file the script reads (configs/train.yaml, the learning rate changed): data,
+#      with the changed lines shown as for code.
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 [[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
@@ -168,4 +170,14 @@ seq 1 51 >consume.txt
 record C "$PY" del.py
 expect_rc 0 "$REPRUN" diff B/run-1 C/run-1
 grep -qF "consume.txt: not compared, the same size at the first open" "$T/out" || fail "(i) the note: $(cat "$T/out")"
+# (j) configs/train.yaml, lr changed.
+mkdir -p j/configs && cd j
+printf 'epochs: 3\nlr: 0.1\n' >configs/train.yaml
+printf 'cfg = dict(l.strip().split(": ") for l in open("configs/train.yaml"))\nprint(float(cfg["lr"]) * 2)\n' >t.py
+record A "$PY" t.py
+sed -i 's/lr: 0.1/lr: 0.2/' configs/train.yaml
+record B "$PY" t.py
+expect_rc 1 "$REPRUN" diff A/run-1 B/run-1
+grep -qF "[dataset] configs/train.yaml: line 2 changed" "$T/out" && grep -q '2 - lr: 0.1' "$T/out" && grep -q '2 + lr: 0.2' "$T/out" ||
+  fail "(j) the configuration file: $(cat "$T/out")"
 pass
