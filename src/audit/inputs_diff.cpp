@@ -3,6 +3,7 @@
 
 #include "reprun/core/error.hpp"
 #include "reprun/meta/inputs.hpp"
+#include "reprun/meta/redact.hpp"
 #include "reprun/record/run_dir.hpp"
 
 #include <algorithm>
@@ -449,8 +450,12 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       d.b = y->content.sha256;
       if (x->code_copy >= 0 && y->code_copy >= 0) { // code, or a configuration file among the data
         std::string where;
-        d.lines = changed_lines(da.read_code_copy(x->code_copy), db.read_code_copy(y->code_copy), 6, where);
-        d.detail = where + " changed";
+        const std::string ca = da.read_code_copy(x->code_copy), cb = db.read_code_copy(y->code_copy);
+        d.lines = changed_lines(ca, cb, 6, where);
+        // A copy with a credential's value redacted (meta/redact.hpp) hides a change to that value:
+        // then the digests of the lines say which changed.
+        const bool redacted = ca.find(k_redacted_value) != std::string::npos || cb.find(k_redacted_value) != std::string::npos;
+        d.detail = redacted ? describe_content_change(x->content, y->content) : where + " changed";
       } else {
         d.detail = describe_content_change(x->content, y->content);
       }

@@ -135,8 +135,12 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, int64_t started
                 << std::flush;
     };
   }
-  const InputsRecord r = record_inputs(log, opt, [&](long index, const std::string& text) {
-    write_file_atomic(run.code_copy_path(static_cast<size_t>(index)), text);
+  const InputsRecord r = record_inputs(log, opt, [&](long index, const std::string& text, bool owner_only) {
+    const std::string path = run.code_copy_path(static_cast<size_t>(index));
+    write_file_atomic(path, text);
+    if (owner_only) {
+      fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+    }
   });
   if (opt.progress) {
     std::cerr << "\n";

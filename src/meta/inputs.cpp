@@ -6,6 +6,7 @@
 #include "reprun/core/hash.hpp"
 #include "reprun/core/threadpool.hpp"
 #include "reprun/meta/content_cache.hpp"
+#include "reprun/meta/redact.hpp"
 #include "reprun/record/files_log.hpp"
 #include "reprun/record/run_dir.hpp"
 
@@ -319,7 +320,7 @@ ContentSummary summarize_content(const std::string& path) {
 }
 
 InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
-                           const std::function<void(long index, const std::string& text)>& keep_code) {
+                           const std::function<void(long index, const std::string& text, bool owner_only)>& keep_code) {
   InputsRecord r;
   r.skipped_lines = log.skipped;
   std::unordered_map<long, std::string> exe_of; // pid -> its executable's name
@@ -715,7 +716,11 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   long code_index = 0;
   for (Seen* s : code) {
     try {
-      keep_code(code_index, read_file(s->f.path));
+      // The copy with credentials' values redacted, and readable by its owner alone when the file
+      // is not readable by others (a 0600 creds.ini).
+      struct stat st {};
+      const bool owner_only = ::stat(s->f.path.c_str(), &st) == 0 && (st.st_mode & S_IROTH) == 0;
+      keep_code(code_index, redact_secret_values(read_file(s->f.path)), owner_only);
       s->f.code_copy = code_index++;
     } catch (const Error&) {
     }

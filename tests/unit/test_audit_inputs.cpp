@@ -108,7 +108,7 @@ TEST_CASE("Inputs: a Python process's import-system listings, a device and ldcon
   log.py.push_back(prefix);
   InputsOptions opt;
   opt.cwd = t.path();
-  const InputsRecord r = record_inputs(log, opt, [](long, const std::string&) {});
+  const InputsRecord r = record_inputs(log, opt, [](long, const std::string&, bool) {});
   bool table = false;
   for (const auto& f : r.files) {
     if (f.path == "table.csv") {
@@ -165,7 +165,7 @@ TEST_CASE("Inputs: what a child's arguments name is data, unless it is the syste
   InputsOptions opt;
   opt.cwd = cwd;
   opt.started_ns = 1'900'000'000'000'000'000;
-  const InputsRecord r = record_inputs(log, opt, [](long, const std::string&) {});
+  const InputsRecord r = record_inputs(log, opt, [](long, const std::string&, bool) {});
   std::map<std::string, std::string> cls;
   for (const auto& f : r.files) {
     cls[f.path] = f.cls;
@@ -281,7 +281,7 @@ TEST_CASE("Inputs: the program's line on a preload record names the opener; an i
   log.events.push_back(ev('O', t.path() + "/notes.py", "train.py:9"));
   InputsOptions opt;
   opt.cwd = t.path();
-  const InputsRecord r = record_inputs(log, opt, [](long, const std::string&) {});
+  const InputsRecord r = record_inputs(log, opt, [](long, const std::string&, bool) {});
   std::map<std::string, const InputFile*> by_path;
   for (const auto& f : r.files) {
     by_path[f.path] = &f;

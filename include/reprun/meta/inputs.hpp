@@ -116,11 +116,13 @@ struct InputsOptions {
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
-// Classifies and fingerprints what `log` says the program opened. `keep_code(index, text)` keeps
-// a code file's text (the run directory's code/<index>.txt). Errors reading a file become its
+// Classifies and fingerprints what `log` says the program opened. `keep_code(index, text,
+// owner_only)` keeps a code or configuration file's text, credentials' values redacted
+// (meta/redact.hpp), as the run directory's code/<index>.txt; owner_only: the file is not readable
+// by others, nor must its copy be. Errors reading a file become its
 // note, never an exception: the record says what could not be read.
 InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
-                           const std::function<void(long index, const std::string& text)>& keep_code);
+                           const std::function<void(long index, const std::string& text, bool owner_only)>& keep_code);
 
 // Fingerprints one file's content (blocks sized for it); throws Error naming an unreadable file.
 ContentSummary summarize_content(const std::string& path);
