@@ -183,6 +183,11 @@ def arm(log_path):
     prefixes.add(here)
     for p in sorted(prefixes):
         _write("prefix", "-", "-", p)
+    # The script Python runs (`python3 train`, whatever its name): the __main__ module, whose
+    # __file__ Python removes once the script has run, so that the module list at exit lacks it.
+    script = sys.argv[0] if sys.argv else ""
+    if script not in ("", "-c", "-m", "-") and os.path.isfile(script):
+        _write("module", "-", "-", os.path.abspath(script))
     _state["skip"] = tuple(sorted(p + os.sep for p in prefixes))
     _state["stdlib"] = (stdlib + os.sep,)
     _state["cwd"] = cwd + os.sep

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -266,6 +267,72 @@ void pair_outside_files(const ojson& ma, const ojson& mb, std::map<std::string, 
   }
 }
 
+// What one run read outside its working directory at one absolute path and the other at another,
+// with the same name and the same bytes (a file, or a folder's listing): the same input, reached
+// elsewhere (`data` linked to each CI job's scratch copy). Keyed by A's path; the pairs found by
+// their bytes, for a note.
+std::vector<std::string> pair_same_bytes(std::map<std::string, InputFile>& fa, std::map<std::string, InputFile>& fb) {
+  auto identity = [](const std::string& path, const InputFile& f) -> std::string {
+    if (path.empty() || path[0] != '/') {
+      return "";
+    }
+    const std::string digest = f.folder ? f.listing_sha256 : f.hashed ? f.content.sha256 : "";
+    return digest.empty() ? "" : fs::path(path).filename().string() + "\n" + digest;
+  };
+  std::multimap<std::string, std::string> only_b; // identity -> B's path
+  for (const auto& [p, f] : fb) {
+    if (!fa.count(p)) {
+      if (std::string id = identity(p, f); !id.empty()) {
+        only_b.emplace(std::move(id), p);
+      }
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto& [p, f] : fa) {
+    if (fb.count(p)) {
+      continue;
+    }
+    const auto it = only_b.find(identity(p, f));
+    if (it != only_b.end() && !identity(p, f).empty()) {
+      pairs.emplace_back(p, it->second);
+      only_b.erase(it);
+    }
+  }
+  // Then the files of two folders so paired that have the same name, whatever their bytes: the
+  // same input in both places, compared (a file changed in one job's copy is named as changed).
+  std::map<std::string, std::string> folder_of_b; // B's folder -> A's
+  std::set<std::string> paired_a;
+  for (const auto& [pa, pb] : pairs) {
+    paired_a.insert(pa);
+    if (fa.at(pa).folder) {
+      folder_of_b.emplace(pb, pa);
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> inside;
+  for (const auto& [p, f] : fb) {
+    const fs::path path(p);
+    const auto dir = folder_of_b.find(path.parent_path().string());
+    if (dir != folder_of_b.end() && !fa.count(p)) {
+      const std::string pa = (fs::path(dir->second) / path.filename()).string();
+      if (fa.count(pa) && !fb.count(pa) && paired_a.count(pa) == 0) { // not paired by its bytes already
+        inside.emplace_back(pa, p);
+      }
+    }
+  }
+  std::vector<std::string> said;
+  for (const auto& [pa, pb] : pairs) {
+    said.push_back(pa + " = " + pb);
+  }
+  pairs.insert(pairs.end(), inside.begin(), inside.end());
+  for (const auto& [pa, pb] : pairs) {
+    auto nb = fb.extract(pb);
+    nb.key() = pa;
+    nb.mapped().path = pa;
+    fb.insert(std::move(nb));
+  }
+  return said;
+}
+
 } // namespace
 
 void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, const DiffOptions& opt) {
@@ -300,6 +367,12 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
     }
   }
   pair_outside_files(r.a.manifest, r.b.manifest, fa, fb);
+  if (const std::vector<std::string> same = pair_same_bytes(fa, fb); !same.empty()) {
+    r.notes.push_back(fmt::format("{} read outside the working directory at another path with the same name and bytes "
+                                  "(A's = B's), compared as the same: {}",
+                                  same.size() == 1 ? "1 file" : fmt::format("{} files and folders", same.size()),
+                                  name_list(same, 3)));
+  }
   // What one run read of the files the other made: `made_by_a` the names of those B read as A left
   // them (so that what A read to make them and B did not is no difference), and the same for B.
   std::vector<std::string> made_by_a, made_by_b;
@@ -352,6 +425,7 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
                   "matches no file either run read, so it would ignore nothing" + did_you_mean(p, keys));
     }
   }
+  std::vector<std::string> unread_same_size; // gone before a record read them, the same size in both
   for (const auto& path : paths) {
     const auto ia = fa.find(path), ib = fb.find(path);
     const InputFile* x = ia == fa.end() ? nullptr : &ia->second;
@@ -373,12 +447,16 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       d.b = x ? "written" : "read";
       bool same = false;
       std::string how;
-      if (left.hashed && any.hashed) {
+      // A reader that rewrote the file (a history it appends to) was fingerprinted as it left it:
+      // what it read is known by the size and time at its first open, which are what the maker left.
+      const bool rewritten = any.written || any.changed_while_running;
+      if (left.hashed && any.hashed && !rewritten) {
         same = left.content.sha256 == any.content.sha256;
         how = same ? "the same bytes" : describe_content_change(left.content, any.content);
       } else {
         same = any.existed && left.size == any.size && left.mtime_ns == any.mtime_ns;
-        how = same ? "the same size and time (its content was not read after the run)"
+        how = same ? (rewritten ? fmt::format("the same size and time at {}'s first open ({} rewrote it)", reader, reader)
+                                : "the same size and time (its content was not read after the run)")
                    : fmt::format("{} -> {} bytes", grouped(static_cast<long long>(left.size)),
                                  grouped(static_cast<long long>(any.size)));
       }
@@ -459,6 +537,9 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       } else {
         d.detail = describe_content_change(x->content, y->content);
       }
+      if (x->written || y->written || x->changed_while_running || y->changed_while_running) {
+        d.detail += " (as each run left it: the program rewrote it after reading it)";
+      }
     } else if (x->existed != y->existed) {
       d.a = x->existed ? "existed" : "missing";
       d.b = y->existed ? "existed" : "missing";
@@ -472,17 +553,18 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       d.b = std::to_string(y->size);
       d.detail = fmt::format("{} -> {} bytes (recorded by size only: --stat-only)", grouped(static_cast<long long>(x->size)),
                              grouped(static_cast<long long>(y->size)));
-    } else if (x->existed && y->existed && !x->hashed && !y->hashed && x->size != y->size) {
-      // Neither could be read after the run (the program removed it: a queue, a consumed file), but
-      // their sizes at the first open differ.
+    } else if (x->existed && y->existed && (!x->hashed || !y->hashed) && x->size != y->size) {
+      // One run's record (or both) could not read it after the run (the program removed it: a
+      // queue, a consumed file), but the sizes at the first open differ.
       d.a = std::to_string(x->size);
       d.b = std::to_string(y->size);
       d.detail = fmt::format("{} -> {} bytes at the first open (its content was not read: {})",
                              grouped(static_cast<long long>(x->size)), grouped(static_cast<long long>(y->size)),
                              x->note.empty() ? y->note : x->note);
     } else {
-      if (x->existed && y->existed && !x->hashed && !y->hashed && !x->note.empty()) {
-        r.notes.push_back(fmt::format("{}: not compared, the same size at the first open in both runs ({})", path, x->note));
+      const std::string& gone = x->note.rfind("gone", 0) == 0 ? x->note : y->note;
+      if (x->existed && y->existed && (!x->hashed || !y->hashed) && gone.rfind("gone", 0) == 0) {
+        unread_same_size.push_back(path);
       }
       continue; // neither could be read: their notes say why
     }
@@ -492,6 +574,12 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       }
     }
     r.meta.push_back(std::move(d));
+  }
+  if (!unread_same_size.empty()) {
+    r.notes.push_back(fmt::format("{} not compared: gone before reprun read {} after the run (the program removed {}), "
+                                  "the same size at the first open in both runs",
+                                  name_list(unread_same_size, 3), unread_same_size.size() == 1 ? "it" : "them",
+                                  unread_same_size.size() == 1 ? "it" : "them"));
   }
   // A run that read what the other made (its cache, its download, as the other left it) did not need
   // what the other read to make it: a file the maker alone read before it made one of those is no

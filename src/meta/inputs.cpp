@@ -119,6 +119,9 @@ void make_relative(std::string& p, const std::string& cwd) {
   }
 }
 
+// A file name without an extension ("train", run as `python3 train`: Python's __main__ module).
+bool no_extension(std::string_view p) { return p.substr(p.rfind('/') + 1).find('.') == std::string_view::npos; }
+
 // A script: its first bytes are "#!" (a program run by its interpreter, whatever its name).
 bool is_script(const std::string& path) {
   char head[2] = {0, 0};
@@ -235,8 +238,10 @@ std::string_view parent_of(std::string_view path) { return path.substr(0, std::m
 bool reprun_output(const std::string& dir) { return RunDir::holds_run(dir) || RunDir::holds_run(dir + "/run-1"); }
 
 // A listed folder's names now (less those `made_by_run`, given the entry's path, when `check`, and
-// the folders reprun wrote), sorted, and their digest: its listing_sha256 and size.
-template <class F> void list_folder(InputFile& f, bool check, F&& made_by_run) {
+// the folders reprun wrote; plus those of `read_here`, the files the run read there as they were
+// before it, that are gone: a queue the program consumed), sorted, and their digest: its
+// listing_sha256 and size.
+template <class F> void list_folder(InputFile& f, bool check, F&& made_by_run, const std::vector<std::string_view>* read_here) {
   DIR* dir = ::opendir(f.path.c_str());
   if (dir == nullptr) {
     f.note = std::string("cannot list it now: ") + std::strerror(errno);
@@ -267,6 +272,17 @@ template <class F> void list_folder(InputFile& f, bool check, F&& made_by_run) {
     ::closedir(dir);
   }
   std::sort(f.names.begin(), f.names.end());
+  if (read_here != nullptr) {
+    const size_t now = f.names.size();
+    for (const std::string_view name : *read_here) {
+      if (!std::binary_search(f.names.begin(), f.names.begin() + static_cast<long>(now), name)) {
+        f.names.emplace_back(name); // read, then removed by the run
+      }
+    }
+    if (f.names.size() > now) {
+      std::sort(f.names.begin(), f.names.end());
+    }
+  }
   Sha256 sha;
   for (const auto& name : f.names) {
     sha.update_field("name", name);
@@ -519,6 +535,14 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       made_in.insert(parent_of(path));
     }
   }
+  // The names of the files the run read in each folder, as they were before it (not made by it).
+  std::unordered_map<std::string_view, std::vector<std::string_view>> read_in;
+  for (const auto& [path, s] : seen) {
+    if (!s.f.folder && s.f.read && s.ok_open && !s.created && path.size() > 1) {
+      const std::string_view dir = parent_of(path);
+      read_in[dir].push_back(path.substr(dir.size() == 1 ? 1 : dir.size() + 1));
+    }
+  }
   std::vector<Seen*> to_hash, to_leave, to_leave_stat;
   for (auto& [path, s] : seen) {
     InputFile& f = s.f;
@@ -534,7 +558,9 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       f.cls = "written";
     } else if (!data_place && !(s.module && !system_own_path(path) && !hidden_component(path))) {
       f.cls = "other"; // a module imported from outside the system's folders is code: ../lib, /var/lib/jenkins/...
-    } else if (!f.folder && (is_code_name(path) || (programs.count(path) > 0 && s.f.read && is_script(std::string(path)))) &&
+    } else if (!f.folder &&
+               (is_code_name(path) || (s.module && no_extension(path)) ||
+                (programs.count(path) > 0 && s.f.read && is_script(std::string(path)))) &&
                (s.module || data_place)) {
       f.cls = "code";
     } else if (data_place) {
@@ -565,12 +591,16 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
                            }
                            return parent_of(dir) == path;
                          });
-      list_folder(f, check, [&](const std::string& entry) {
-        // Listed after the run: what the run made there (its outputs, reprun's work folder) was not
-        // what it listed.
-        const auto w = seen.find(entry);
-        return under_any(entry, opt.own_dirs) || (w != seen.end() && w->second.created);
-      });
+      const auto here = read_in.find(path);
+      list_folder(
+          f, check,
+          [&](const std::string& entry) {
+            // Listed after the run: what the run made there (its outputs, reprun's work folder) was
+            // not what it listed.
+            const auto w = seen.find(entry);
+            return under_any(entry, opt.own_dirs) || (w != seen.end() && w->second.created);
+          },
+          here != read_in.end() ? &here->second : nullptr);
     }
   }
   // What the run made in a place of data, as it left it (LeftFile): its state now, and its content

@@ -22,7 +22,16 @@
 #      'python3 sum.py < /x/nums.csv', exec's own advice for stdin): data, and a change is named;
 #  (i) a data file the program deletes after reading it: its size at the first open compared;
 #  (j) a configuration file the script reads (configs/train.yaml, the learning rate changed): data,
-#      with the changed lines shown as for code.
+#      with the changed lines shown as for code;
+#  (k) a history file the program reads and rewrites (results.json): a later run read what the
+#      earlier one left, no difference; two runs that both rewrote it are compared as each left it,
+#      and the report says so;
+#  (l) a queue folder listed and emptied by the program, against a run that left it full: the
+#      listing holds what the program read there, no difference;
+#  (m) a Python script with no extension and no "#!" line (python3 train): code;
+#  (n) two checkouts whose `abs` links point to two scratch copies of one data set, read through
+#      os.path.realpath: the same names and bytes, no difference (a note pairs them); a file
+#      changed in one copy is named as changed, not as read by one run only.
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 [[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
@@ -169,7 +178,7 @@ grep -qF "[dataset] consume.txt: 141 -> 144 bytes at the first open" "$T/out" ||
 seq 1 51 >consume.txt
 record C "$PY" del.py
 expect_rc 0 "$REPRUN" diff B/run-1 C/run-1
-grep -qF "consume.txt: not compared, the same size at the first open" "$T/out" || fail "(i) the note: $(cat "$T/out")"
+grep -qF "consume.txt not compared: gone before reprun read it after the run" "$T/out" || fail "(i) the note: $(cat "$T/out")"
 # (j) configs/train.yaml, lr changed.
 mkdir -p j/configs && cd j
 printf 'epochs: 3\nlr: 0.1\n' >configs/train.yaml
@@ -180,4 +189,55 @@ record B "$PY" t.py
 expect_rc 1 "$REPRUN" diff A/run-1 B/run-1
 grep -qF "[dataset] configs/train.yaml: line 2 changed" "$T/out" && grep -q '2 - lr: 0.1' "$T/out" && grep -q '2 + lr: 0.2' "$T/out" ||
   fail "(j) the configuration file: $(cat "$T/out")"
+cd "$T"
+
+# (k) results.json: read when there, appended to, rewritten.
+mkdir k && cd k
+printf 'import json, os\nh = json.load(open("results.json")) if os.path.exists("results.json") else []\nh.append(len(h))\njson.dump(h, open("results.json", "w"))\nprint("ok")\n' >t.py
+record A "$PY" t.py
+record B "$PY" t.py
+record C "$PY" t.py
+expect_rc 0 "$REPRUN" diff A/run-1 B/run-1
+grep -qF "inputs.files.results.json: written -> read (B read the file A wrote: the same size and time at B's first open (B rewrote it))" "$T/out" ||
+  fail "(k) the history A left, read by B: $(cat "$T/out")"
+expect_rc 1 "$REPRUN" diff B/run-1 C/run-1
+grep -qF "[dataset] results.json: line 1 changed (as each run left it: the program rewrote it after reading it)" "$T/out" ||
+  fail "(k) two runs that rewrote the history: $(cat "$T/out")"
+cd "$T"
+
+# (l) queue/ consumed by A, left by B.
+mkdir l && cd l
+printf 'import os, glob\nfor p in sorted(glob.glob("queue/*.txt")):\n    open(p).read()\n    if os.environ.get("CONSUME"):\n        os.remove(p)\nprint("ok")\n' >t.py
+mkdir queue && echo one >queue/1.txt && echo two >queue/2.txt
+CONSUME=1 record A "$PY" t.py
+mkdir -p queue && echo one >queue/1.txt && echo two >queue/2.txt
+record B "$PY" t.py
+expect_rc 0 "$REPRUN" diff A/run-1 B/run-1
+grep -qF '"path":"queue","class":"data","folder":true' A/run-1/inputs.jsonl && grep -F '"path":"queue"' A/run-1/inputs.jsonl | grep -qF '"names":["1.txt","2.txt"]' ||
+  fail "(l) the consumed queue's listing: $(grep -F '"path":"queue"' A/run-1/inputs.jsonl)"
+cd "$T"
+
+# (m) python3 train, no extension, no "#!".
+mkdir m && cd m
+printf 'lr = 0.1\nprint(lr)\n' >train
+record A "$PY" train
+[[ $(class_of A/run-1 train) == code ]] || fail "(m) python3 train: $(grep '"train"' A/run-1/inputs.jsonl)"
+cd "$T"
+
+# (n) pa/abs -> sA/ds, pb/abs -> sB/ds, identical copies; then one file of sB changed.
+mkdir -p n/sA/ds n/sB/ds n/pa n/pb
+for i in 1 2 3; do seq "$i" 9 >"n/sA/ds/p$i.csv" && cp "n/sA/ds/p$i.csv" n/sB/ds/; done
+printf 'import os\ne = os.path.realpath("abs")\nprint(sum(int(x) for n in sorted(os.listdir(e)) for x in open(os.path.join(e, n))))\n' >n/t.py
+ln -s "$T/n/sA/ds" n/pa/abs
+ln -s "$T/n/sB/ds" n/pb/abs
+(cd n/pa && record A "$PY" ../t.py)
+(cd n/pb && record B "$PY" ../t.py)
+expect_rc 0 "$REPRUN" diff n/pa/A/run-1 n/pb/B/run-1
+grep -qF "read outside the working directory at another path with the same name and bytes (A's = B's), compared as the same: $T/n/sA/ds = $T/n/sB/ds" "$T/out" ||
+  fail "(n) two copies of one data set: $(cat "$T/out")"
+echo 99 >>n/sB/ds/p2.csv
+(cd n/pb && record C "$PY" ../t.py)
+expect_rc 1 "$REPRUN" diff n/pa/A/run-1 n/pb/C/run-1
+grep -qF "[dataset] $T/n/sA/ds/p2.csv: 8 -> 9 lines; the first 8 are identical (1 appended)" "$T/out" ||
+  fail "(n) a file changed in one copy: $(cat "$T/out")"
 pass
