@@ -9,7 +9,8 @@ writes its own lines beside its parent's:
 EVENT is open (MODE as open() got it, WHERE the program's file:line), listdir (os.listdir,
 os.scandir), prefix (a folder of the interpreter's own: its standard library and site-packages,
 written at start), start (a process forked from one armed: its opens are recorded too) or module
-(at exit, the source file of each module the process imported). The preload library records every
+(at start, the script Python runs; at exit, the source file of each module the process imported).
+The preload library records every
 process's opens, Python's or not; this adds the program's line. Where the preload library is loaded
 it also hands the line of each open to its own record of it, with an audit hook in C
 (preload/py_audit.c): cheaper than a Python call and a second write at every open. arm() asks for it
