@@ -531,9 +531,10 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
         const std::string ca = da.read_code_copy(x->code_copy), cb = db.read_code_copy(y->code_copy);
         d.lines = changed_lines(ca, cb, 6, where);
         // A copy with a credential's value redacted (meta/redact.hpp) hides a change to that value:
-        // then the digests of the lines say which changed.
+        // then the digests of the lines say which changed, as they do for a configuration file
+        // among the data (its lines shown beside: "line 1 changed (1 line in both)").
         const bool redacted = ca.find(k_redacted_value) != std::string::npos || cb.find(k_redacted_value) != std::string::npos;
-        d.detail = redacted ? describe_content_change(x->content, y->content) : where + " changed";
+        d.detail = redacted || any.cls != "code" ? describe_content_change(x->content, y->content) : where + " changed";
       } else {
         d.detail = describe_content_change(x->content, y->content);
       }

@@ -201,7 +201,7 @@ expect_rc 0 "$REPRUN" diff A/run-1 B/run-1
 grep -qF "inputs.files.results.json: written -> read (B read the file A wrote: the same size and time at B's first open (B rewrote it))" "$T/out" ||
   fail "(k) the history A left, read by B: $(cat "$T/out")"
 expect_rc 1 "$REPRUN" diff B/run-1 C/run-1
-grep -qF "[dataset] results.json: line 1 changed (as each run left it: the program rewrote it after reading it)" "$T/out" ||
+grep -qF "[dataset] results.json: line 1 changed (1 line in both) (as each run left it: the program rewrote it after reading it)" "$T/out" ||
   fail "(k) two runs that rewrote the history: $(cat "$T/out")"
 cd "$T"
 
