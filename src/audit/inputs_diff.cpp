@@ -301,9 +301,10 @@ std::vector<std::string> pair_same_bytes(std::map<std::string, InputFile>& fa, s
   // Then the files of two folders so paired that have the same name, whatever their bytes: the
   // same input in both places, compared (a file changed in one job's copy is named as changed).
   std::map<std::string, std::string> folder_of_b; // B's folder -> A's
-  std::set<std::string> paired_a;
+  std::set<std::string> paired_a, paired_b;
   for (const auto& [pa, pb] : pairs) {
     paired_a.insert(pa);
+    paired_b.insert(pb);
     if (fa.at(pa).folder) {
       folder_of_b.emplace(pb, pa);
     }
@@ -312,7 +313,7 @@ std::vector<std::string> pair_same_bytes(std::map<std::string, InputFile>& fa, s
   for (const auto& [p, f] : fb) {
     const fs::path path(p);
     const auto dir = folder_of_b.find(path.parent_path().string());
-    if (dir != folder_of_b.end() && !fa.count(p)) {
+    if (dir != folder_of_b.end() && !fa.count(p) && paired_b.count(p) == 0) {
       const std::string pa = (fs::path(dir->second) / path.filename()).string();
       if (fa.count(pa) && !fb.count(pa) && paired_a.count(pa) == 0) { // not paired by its bytes already
         inside.emplace_back(pa, p);
