@@ -213,6 +213,7 @@ bool FolderCache::decode(std::string_view line, uint64_t size, ContentSummary& o
     if (blocks.size() % 16 != 0 || !hex_digits(blocks)) {
       return false;
     }
+    c.blocks.reserve(blocks.size() / 16);
     for (size_t i = 0; i < blocks.size(); i += 16) {
       c.blocks.emplace_back(blocks.substr(i, 16));
     }

@@ -38,6 +38,8 @@ namespace {
 
 constexpr uint64_t k_text_cap = 64ull << 20;   // text files up to this size get line blocks
 constexpr size_t k_max_blocks = 4096;          // block sizes double until a file has no more
+constexpr size_t k_folder_fd_min = 16;         // files read in one folder from which they are stat'd by its descriptor
+constexpr size_t k_folder_fds_max = 64;        // such folders at most (the others' files by path)
 constexpr size_t k_tail_lines = 8192;          // the last lines digested one by one (all of a smaller file)
 constexpr const char* k_code_ext[] = {".py", ".sh", ".bash", ".pl", ".rb", ".js", ".lua", ".R", ".jl"};
 
@@ -638,6 +640,11 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     total += s->f.size;
   }
   std::atomic<uint64_t> done{0};
+  auto count_done = [&](uint64_t bytes) { // for the progress line alone: no shared counter without one
+    if (opt.progress) {
+      done.fetch_add(bytes, std::memory_order_relaxed);
+    }
+  };
   std::atomic<bool> finished{false};
   std::thread progress;
   if (opt.progress) {
@@ -686,6 +693,35 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       }
     }
   };
+  // A folder of many files read (a data set of small files): each stat'd from the folder's descriptor,
+  // not by a walk of its whole path.
+  std::unordered_map<std::string_view, int> folder_fds;
+  {
+    std::unordered_map<std::string_view, size_t> per_folder;
+    for (const Seen* s : to_hash) {
+      ++per_folder[parent_of(s->f.path)];
+    }
+    std::vector<std::pair<size_t, std::string_view>> many; // the folders of most files first
+    for (const auto& [folder, count] : per_folder) {
+      if (count >= k_folder_fd_min) {
+        many.emplace_back(count, folder);
+      }
+    }
+    std::sort(many.begin(), many.end(), std::greater<>());
+    many.resize(std::min(many.size(), k_folder_fds_max)); // descriptors left for the files read below
+    for (const auto& [count, folder] : many) {
+      const int fd = ::open(std::string(folder).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (fd >= 0) {
+        folder_fds.emplace(folder, fd);
+      }
+    }
+  }
+  auto stat_now = [&](const std::string& path, struct stat& st) {
+    const std::string_view folder = parent_of(path);
+    const auto d = folder.size() > 1 ? folder_fds.find(folder) : folder_fds.end();
+    return d != folder_fds.end() ? ::fstatat(d->second, path.c_str() + folder.size() + 1, &st, 0)
+                                 : ::stat(path.c_str(), &st);
+  };
   const size_t jobs = to_hash.size() + left_to_hash.size();
   const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ThreadPool pool(std::min<int>(threads, std::max<int>(1, static_cast<int>(jobs))));
@@ -700,12 +736,12 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       } catch (const Error&) {
         // gone or unreadable since: its size and time say what can be said
       }
-      done += st.st_size;
+      count_done(st.st_size);
       return;
     }
     struct stat st {};
     InputFile& f = to_hash[static_cast<size_t>(i)]->f;
-    if (::stat(f.path.c_str(), &st) != 0) {
+    if (stat_now(f.path, st) != 0) {
       f.note = "gone before reprun read it (removed after the run)";
       return;
     }
@@ -717,7 +753,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     f.changed_while_running = f.mtime_ns != 0 && (static_cast<uint64_t>(st.st_size) != f.size || mtime != f.mtime_ns);
     if (f.stat_only) {
       f.size = static_cast<uint64_t>(st.st_size);
-      done += f.size;
+      count_done(f.size);
       return;
     }
     try {
@@ -726,8 +762,11 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     } catch (const Error& e) {
       f.note = e.what();
     }
-    done += f.size;
+    count_done(f.size);
   });
+  for (const auto& [folder, fd] : folder_fds) {
+    ::close(fd);
+  }
   folders.flush();
   finished = true;
   if (progress.joinable()) {

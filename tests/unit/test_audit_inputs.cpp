@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -294,4 +295,61 @@ TEST_CASE("Inputs: the program's line on a preload record names the opener; an i
   CHECK(by_path["helper.py"]->opened_by == "python3.11"); // the import system: no program line
   REQUIRE(by_path.count("notes.py"));
   CHECK(by_path["notes.py"]->opened_by == "python3.11 (train.py:9)");
+}
+
+TEST_CASE("Inputs: a folder of many files read is looked at from its descriptor, as each file by its path would be") {
+  testing::TempDir t;
+  fs::create_directories(t.path() + "/data");
+  fs::create_directories(t.path() + "/few");
+  FilesLog log;
+  auto open_of = [](const std::string& p) {
+    FileEvent f;
+    f.pid = 7;
+    f.event = 'O';
+    f.b = 3;
+    f.path = p;
+    return f;
+  };
+  FileEvent start;
+  start.pid = 7;
+  start.event = 'S';
+  start.path = "/usr/bin/python3.11";
+  log.events.push_back(start);
+  for (int i = 0; i < 40; ++i) { // above the folder's threshold: stat'd by name from the folder
+    const std::string p = t.path() + "/data/" + std::to_string(i) + ".bin";
+    std::ofstream(p) << "sample " << i << "\n";
+    log.events.push_back(open_of(p));
+    struct stat st {};
+    REQUIRE(::stat(p.c_str(), &st) == 0);
+    log.events.back().size = static_cast<uint64_t>(st.st_size);
+    log.events.back().mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  }
+  std::ofstream(t.path() + "/few/one.txt") << "one\n"; // below it: by path
+  log.events.push_back(open_of(t.path() + "/few/one.txt"));
+  fs::remove(t.path() + "/data/3.bin");                  // gone before reprun looked
+  std::ofstream(t.path() + "/data/5.bin", std::ios::app) << "more\n"; // changed after the first open
+  InputsOptions opt;
+  opt.cwd = t.path();
+  const InputsRecord r = record_inputs(log, opt, [](long, const std::string&, bool) {});
+  std::map<std::string, const InputFile*> by_path;
+  for (const auto& f : r.files) {
+    by_path[f.path] = &f;
+  }
+  for (int i = 0; i < 40; ++i) {
+    const std::string name = "data/" + std::to_string(i) + ".bin";
+    REQUIRE(by_path.count(name));
+    const InputFile& f = *by_path[name];
+    CHECK(f.cls == "data");
+    if (i == 3) {
+      CHECK_FALSE(f.hashed);
+      CHECK(f.note == "gone before reprun read it (removed after the run)");
+      continue;
+    }
+    REQUIRE(f.hashed);
+    CHECK(f.content.sha256 == summarize_content(t.path() + "/" + name).sha256);
+    CHECK(f.changed_while_running == (i == 5));
+  }
+  REQUIRE(by_path.count("few/one.txt"));
+  CHECK(by_path["few/one.txt"]->hashed);
+  CHECK(by_path["few/one.txt"]->content.lines == 1);
 }
