@@ -109,6 +109,9 @@ std::string describe_content_change(const ContentSummary& a, const ContentSummar
     if (exact || (known(a, line) && known(b, line))) {
       return fmt::format("{}; the first difference is at line {}", counts, grouped(line + 1));
     }
+    if (k == 0) { // in the first block: no line before it is known identical
+      return fmt::format("{}; the first difference is in lines 1-{}", counts, grouped(static_cast<long long>(bl)));
+    }
     return fmt::format("{}; the first {} are identical, and the first difference is in lines {}-{}", counts,
                        grouped(static_cast<long long>(k * bl)), grouped(static_cast<long long>(k * bl + 1)),
                        grouped(static_cast<long long>((k + 1) * bl)));
@@ -539,7 +542,9 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       } else {
         d.detail = describe_content_change(x->content, y->content);
       }
-      if (x->written || y->written || x->changed_while_running || y->changed_while_running) {
+      // Opened for writing too (r+, a database, a memmap) says nothing by itself: only a state after
+      // the run other than at the first open says the digest is of what the program left.
+      if (x->changed_while_running || y->changed_while_running) {
         d.detail += " (as each run left it: the program rewrote it after reading it)";
       }
     } else if (x->existed != y->existed) {

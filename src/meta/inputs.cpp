@@ -88,12 +88,13 @@ bool system_path(std::string_view p) {
 // The system's own folders, which a program's argument never names as data (a temporary or a /var
 // folder may hold a data set).
 bool system_own_path(std::string_view p) {
-  return system_path(p) && !path_under(p, "/tmp") && !path_under(p, "/var");
+  return system_path(p) && !path_under(p, "/tmp") && !path_under(p, "/var") && !path_under(p, "/dev/shm");
 }
 
 // The kernel's and the devices' files (/proc, /sys, /dev): their times and sizes say nothing of data.
+// Not /dev/shm, a file system of plain files where a data set may be put to be read fast.
 bool kernel_path(std::string_view p) {
-  return path_under(p, "/proc") || path_under(p, "/sys") || path_under(p, "/dev");
+  return path_under(p, "/proc") || path_under(p, "/sys") || (path_under(p, "/dev") && !path_under(p, "/dev/shm"));
 }
 
 // A time later than the program's start (the run directory's .lock, made just before it; the file
@@ -120,9 +121,6 @@ void make_relative(std::string& p, const std::string& cwd) {
     p.erase(0, cwd.back() == '/' ? cwd.size() : cwd.size() + 1);
   }
 }
-
-// A file name without an extension ("train", run as `python3 train`: Python's __main__ module).
-bool no_extension(std::string_view p) { return p.substr(p.rfind('/') + 1).find('.') == std::string_view::npos; }
 
 // A script: its first bytes are "#!" (a program run by its interpreter, whatever its name).
 bool is_script(const std::string& path) {
@@ -561,7 +559,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     } else if (!data_place && !(s.module && !system_own_path(path) && !hidden_component(path))) {
       f.cls = "other"; // a module imported from outside the system's folders is code: ../lib, /var/lib/jenkins/...
     } else if (!f.folder &&
-               (is_code_name(path) || (s.module && no_extension(path)) ||
+               (is_code_name(path) || s.module ||
                 (programs.count(path) > 0 && s.f.read && is_script(std::string(path)))) &&
                (s.module || data_place)) {
       f.cls = "code";

@@ -6,8 +6,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
+#include <cstdlib>
 #include <filesystem>
 #include <string_view>
+#include <sys/stat.h>
+#include <unordered_map>
 #include <vector>
 
 namespace reprun {
@@ -36,10 +40,32 @@ template <class T> bool number(std::string_view s, T& out) {
   return ec == std::errc() && p == end;
 }
 
-// An absolute path with its "." and ".." components and repeated separators resolved by its text
-// alone, as Python's os.path.normpath does: the preload library joins a relative path with the
+// The folder before a ".." component as the kernel reaches it: when it is a symbolic link, its
+// target (link/../y.txt is the y.txt beside the link's target, not beside the link); else the text
+// goes up (a link earlier in the path leads to the same folder either way). Looked up once each.
+class LinkResolver {
+public:
+  // `dir` (absolute, without "." or ".."): its target, all links resolved, when it is a link; else itself.
+  const std::string& real(const std::string& dir) {
+    auto [it, added] = m_real.try_emplace(dir);
+    if (added) {
+      struct stat st {};
+      char buf[PATH_MAX];
+      const bool link = ::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+      it->second = link && ::realpath(dir.c_str(), buf) != nullptr ? std::string(buf) : dir;
+    }
+    return it->second;
+  }
+
+private:
+  std::unordered_map<std::string, std::string> m_real;
+};
+
+// An absolute path with its "." and ".." components and repeated separators resolved, as Python's
+// os.path.normpath does by the text alone, except that a ".." after a symbolic link goes up from
+// the link's target, as the kernel does: the preload library joins a relative path with the
 // directory as given, and the audit hook does too, so that both logs name a file alike.
-std::string normal_path(std::string p) {
+std::string normal_path(std::string p, LinkResolver& links) {
   if (p.empty() || p[0] != '/') {
     return p;
   }
@@ -57,6 +83,7 @@ std::string normal_path(std::string p) {
     return p;
   }
   std::vector<std::string_view> parts;
+  std::string resolved; // the folders before the last "..", their links resolved: parts are views of it
   const std::string_view v(p);
   for (size_t at = 0; at < v.size();) {
     size_t end = v.find('/', at);
@@ -66,7 +93,22 @@ std::string normal_path(std::string p) {
     const std::string_view part = v.substr(at, end - at);
     if (part == "..") {
       if (!parts.empty()) {
-        parts.pop_back();
+        std::string dir;
+        for (const auto& q : parts) {
+          dir.append("/").append(q);
+        }
+        if (const std::string& real = links.real(dir); real != dir) {
+          resolved = real;
+          parts.clear();
+          for (size_t r = 1; r < resolved.size();) {
+            const size_t slash = std::min(resolved.find('/', r), resolved.size());
+            parts.emplace_back(std::string_view(resolved).substr(r, slash - r));
+            r = slash + 1;
+          }
+        }
+        if (!parts.empty()) {
+          parts.pop_back();
+        }
       }
     } else if (!part.empty() && part != ".") {
       parts.push_back(part);
@@ -81,7 +123,7 @@ std::string normal_path(std::string p) {
   return out.empty() ? "/" : out;
 }
 
-bool parse_event(std::string_view line, FileEvent& e) {
+bool parse_event(std::string_view line, FileEvent& e, LinkResolver& links) {
   std::string_view f[9];
   if (split_tabs(line, f, 9) != 9 || f[1].size() != 1 || !number(f[0], e.pid)) {
     return false;
@@ -100,12 +142,12 @@ bool parse_event(std::string_view line, FileEvent& e) {
   if (f[7] != "-") {
     e.where = unescape_log_path(f[7]);
   }
-  e.path = normal_path(unescape_log_path(f[8]));
+  e.path = normal_path(unescape_log_path(f[8]), links);
   return e.event == 'S' || e.event == 'O' || e.event == 'D' || e.event == 'X' || e.event == 'A' ||
          (e.event == 'L' && !e.where.empty());
 }
 
-bool parse_py(std::string_view line, PyFileEvent& e) {
+bool parse_py(std::string_view line, PyFileEvent& e, LinkResolver& links) {
   std::string_view f[5];
   if (split_tabs(line, f, 5) != 5 || !number(f[0], e.pid)) {
     return false;
@@ -113,7 +155,7 @@ bool parse_py(std::string_view line, PyFileEvent& e) {
   e.event = std::string(f[1]);
   e.mode = std::string(f[2]);
   e.where = std::string(f[3]);
-  e.path = normal_path(unescape_log_path(f[4]));
+  e.path = normal_path(unescape_log_path(f[4]), links);
   return e.event == "open" || e.event == "listdir" || e.event == "module" || e.event == "prefix" || e.event == "start";
 }
 
@@ -178,9 +220,10 @@ std::string unescape_log_path(std::string_view s) {
 
 FilesLog read_files_log(const std::string& files_log, const std::string& py_files_log) {
   FilesLog log;
+  LinkResolver links;
   each_line(files_log, [&](size_t n) { log.events.reserve(n); }, [&](std::string_view line) {
     FileEvent e;
-    if (parse_event(line, e)) {
+    if (parse_event(line, e, links)) {
       log.events.push_back(std::move(e));
     } else {
       ++log.skipped;
@@ -188,7 +231,7 @@ FilesLog read_files_log(const std::string& files_log, const std::string& py_file
   });
   each_line(py_files_log, [&](size_t n) { log.py.reserve(n); }, [&](std::string_view line) {
     PyFileEvent e;
-    if (parse_py(line, e)) {
+    if (parse_py(line, e, links)) {
       log.py.push_back(std::move(e));
     } else {
       ++log.skipped;

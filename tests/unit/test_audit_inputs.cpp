@@ -14,6 +14,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -63,6 +64,9 @@ TEST_CASE("Inputs: what changed in a text file is said from its digests") {
   const ContentSummary big = summary_of(t.path(), "e.csv", lines(1, 20000));
   const std::string said = describe_content_change(big, summary_of(t.path(), "f.csv", lines(1, 20000, 70)));
   CHECK(said == "20,000 -> 20,000 lines; the first 64 are identical, and the first difference is in lines 65-128");
+  // In the first block: no "the first 0 are identical".
+  CHECK(describe_content_change(big, summary_of(t.path(), "g.csv", lines(1, 20000, 1))) ==
+        "20,000 -> 20,000 lines; the first difference is in lines 1-64");
 }
 
 TEST_CASE("Inputs: the files two runs read differently, and a file that changed between them") {
@@ -352,4 +356,67 @@ TEST_CASE("Inputs: a folder of many files read is looked at from its descriptor,
   REQUIRE(by_path.count("few/one.txt"));
   CHECK(by_path["few/one.txt"]->hashed);
   CHECK(by_path["few/one.txt"]->content.lines == 1);
+}
+
+TEST_CASE("Inputs: an extension module built in the project is code; a data set on /dev/shm named by the user is data") {
+  testing::TempDir t;
+  const std::string ext = t.path() + "/fastops.cpython-311-x86_64-linux-gnu.so";
+  std::ofstream(ext) << "ELF";
+  FilesLog log;
+  PyFileEvent m;
+  m.pid = 7;
+  m.event = "module";
+  m.mode = "-";
+  m.path = ext;
+  log.py.push_back(m);
+  InputsOptions opt;
+  opt.cwd = t.path();
+  std::string shm;
+  if (fs::is_directory("/dev/shm") && ::access("/dev/shm", W_OK) == 0) { // a tmpfs of plain files, where there is one
+    shm = "/dev/shm/reprun-test-" + std::to_string(::getpid());
+    fs::create_directories(shm);
+    std::ofstream(shm + "/t.csv") << "1,2\n";
+    FileEvent o;
+    o.pid = 7;
+    o.event = 'O';
+    o.b = 3;
+    o.path = shm + "/t.csv";
+    log.events.push_back(o);
+    opt.data_dirs.push_back(shm);
+  }
+  const InputsRecord r = record_inputs(log, opt, [](long, const std::string&, bool) {});
+  if (!shm.empty()) {
+    fs::remove_all(shm);
+  }
+  std::map<std::string, const InputFile*> by_path;
+  for (const auto& f : r.files) {
+    by_path[f.path] = &f;
+  }
+  REQUIRE(by_path.count("fastops.cpython-311-x86_64-linux-gnu.so"));
+  CHECK(by_path["fastops.cpython-311-x86_64-linux-gnu.so"]->cls == "code");
+  if (!shm.empty()) {
+    REQUIRE(by_path.count(shm + "/t.csv"));
+    CHECK(by_path[shm + "/t.csv"]->cls == "data");
+    CHECK(by_path[shm + "/t.csv"]->hashed);
+  }
+}
+
+TEST_CASE("Inputs: a '..' after a symbolic link goes up from the link's target, as the kernel does") {
+  testing::TempDir t;
+  const std::string w = t.path();
+  fs::create_directories(w + "/elsewhere/dir");
+  fs::create_directories(w + "/plain");
+  fs::create_symlink(w + "/elsewhere/dir", w + "/link");
+  std::ofstream(w + "/log") << "7\tO\t0\t3\t1\t0\t1:2\t-\t" << w << "/link/../y.txt\n"   // the y.txt beside dir
+                            << "7\tO\t0\t3\t1\t0\t1:2\t-\t" << w << "/plain/../y.txt\n"  // the y.txt beside plain
+                            << "7\tO\t0\t3\t1\t0\t1:2\t-\t" << w << "/gone/../z.txt\n";  // not there: by the text
+  std::ofstream(w + "/py") << "7\topen\tr\tt.py:1\t" << w << "/link/../y.txt\n";
+  const FilesLog log = read_files_log(w + "/log", w + "/py");
+  REQUIRE(log.events.size() == 3);
+  const std::string real = fs::canonical(w + "/elsewhere").string();
+  CHECK(log.events[0].path == real + "/y.txt");
+  CHECK(log.events[1].path == w + "/y.txt");
+  CHECK(log.events[2].path == w + "/z.txt");
+  REQUIRE(log.py.size() == 1);
+  CHECK(log.py[0].path == real + "/y.txt");
 }

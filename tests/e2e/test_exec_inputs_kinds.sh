@@ -1,0 +1,72 @@
+# Files of other kinds than a plain read (issue 36, a third trial as a user): each case was a
+# false statement or a change not named before.
+#  (a) a file opened for reading and writing but only read (open(..., "r+b"), as np.memmap's default
+#      mode, sqlite and torch.from_file(shared=True) open theirs): unchanged, exit 0; changed between
+#      two records, named without "the program rewrote it", which it did not;
+#  (b) a data set on /dev/shm (a file system of plain files) named with --data-dir: data, and a
+#      change is named (before, /dev was the kernel's and the folder was silently not data);
+#  (c) a path through a symbolic link followed by ".." (cat link/../y.txt): the kernel resolves the
+#      link first, and so does the record: the file read is named, not the one beside the link.
+source "$(dirname "$0")/lib.sh"
+PY=$(command -v python3) || skip "no python3"
+[[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
+
+record() { # record DIR PROGRAM ARGS...: one run kept as a reference, in the current folder
+  local dir=$1
+  shift
+  rm -rf "$dir"
+  "$REPRUN" exec -o "$dir" --runs 1 -q -- "$@" >"$T/rec.out" 2>"$T/rec.err" ||
+    fail "exec -o $dir -- $*: exit $? ($(cat "$T/rec.err"))"
+}
+
+# (a) data/t.bin opened "r+b" and only read.
+mkdir a && cd a
+mkdir data && seq 1 50 >data/t.bin
+printf 'with open("data/t.bin", "r+b") as f:\n    print(len(f.read()))\n' >t.py
+record A "$PY" t.py
+record B "$PY" t.py
+expect_rc 0 "$REPRUN" diff A/run-1 B/run-1
+echo 51 >>data/t.bin
+record C "$PY" t.py
+expect_rc 1 "$REPRUN" diff A/run-1 C/run-1
+grep -qF "[dataset] data/t.bin: 50 -> 51 lines; the first 50 are identical (1 appended)" "$T/out" ||
+  fail "(a) the file opened r+b: $(cat "$T/out")"
+! grep -qF "rewrote it" "$T/out" || fail "(a) a file only read is said rewritten: $(grep -F 'rewrote' "$T/out")"
+cd "$T"
+
+# (b) --data-dir /dev/shm/..., where /dev/shm is a writable folder.
+if [[ -d /dev/shm && -w /dev/shm ]]; then
+  shm=$(mktemp -d /dev/shm/reprun-test.XXXXXX)
+  trap 'rm -rf "$shm"' EXIT
+  mkdir b && cd b
+  seq 1 30 >"$shm/t.csv"
+  printf 'import sys\nprint(sum(int(x) for x in open(sys.argv[1] + "/t.csv")))\n' >t.py
+  "$REPRUN" exec -o A --runs 1 -q --data-dir "$shm" -- "$PY" t.py "$shm" >"$T/rec.out" 2>&1 || fail "(b) exec: $(cat "$T/rec.out")"
+  grep -qF "read 1 data file" "$T/rec.out" || fail "(b) the table on /dev/shm is not data: $(cat "$T/rec.out")"
+  echo 31 >>"$shm/t.csv"
+  "$REPRUN" exec -o C --runs 1 -q --data-dir "$shm" -- "$PY" t.py "$shm" >"$T/rec.out" 2>&1 || fail "(b) exec: $(cat "$T/rec.out")"
+  expect_rc 1 "$REPRUN" diff A/run-1 C/run-1
+  grep -qF "[dataset] $shm/t.csv: 30 -> 31 lines; the first 30 are identical (1 appended)" "$T/out" ||
+    fail "(b) a change on /dev/shm: $(cat "$T/out")"
+  cd "$T"
+else
+  echo "(b) skipped: no writable /dev/shm here"
+fi
+
+# (c) cat link/../y.txt, link -> elsewhere/dir: elsewhere/y.txt is read, not ./y.txt.
+mkdir -p c/elsewhere/dir && cd c
+ln -s elsewhere/dir link
+seq 1 5 >elsewhere/y.txt
+echo decoy >y.txt
+record A sh -c 'cat link/../y.txt'
+grep -qF '"path":"elsewhere/y.txt","class":"data"' A/run-1/inputs.jsonl ||
+  fail "(c) the file read through link/..: $(grep -F 'y.txt' A/run-1/inputs.jsonl)"
+! grep -qF '"path":"y.txt"' A/run-1/inputs.jsonl || fail "(c) the file beside the link recorded: $(grep -F '"y.txt"' A/run-1/inputs.jsonl)"
+echo 6 >>elsewhere/y.txt
+record C sh -c 'cat link/../y.txt'
+expect_rc 1 "$REPRUN" diff A/run-1 C/run-1
+grep -qF "[dataset] elsewhere/y.txt: 5 -> 6 lines; the first 5 are identical (1 appended)" "$T/out" ||
+  fail "(c) the change through link/..: $(cat "$T/out")"
+cd "$T"
+
+pass
