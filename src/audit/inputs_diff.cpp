@@ -344,6 +344,23 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
     return m.is_object() && m.contains("inputs") && m["inputs"].is_object() && m["inputs"].contains("recorded") &&
            m["inputs"]["recorded"].is_string();
   };
+  const RunDir da = RunDir::open(a), db = RunDir::open(b);
+  // A section of another shape than reprun writes, or lost while inputs.jsonl is there: refused, never
+  // read as "nothing recorded" (which would compare nothing) nor as a value that differs.
+  for (const auto& [m, dir] : {std::pair{&r.a.manifest, &da}, std::pair{&r.b.manifest, &db}}) {
+    if (!m->is_object()) {
+      continue;
+    }
+    if (m->contains("inputs")) {
+      if (const std::string e = inputs_section_error((*m)["inputs"]); !e.empty()) {
+        throw Error(dir->file(RunFile::manifest), "inputs: " + e);
+      }
+    } else if (std::error_code ec; fs::symlink_status(dir->file(RunFile::inputs), ec).type() != fs::file_type::not_found) {
+      throw Error(dir->file(RunFile::manifest), fmt::format("inputs: missing, though the run directory holds {} (the "
+                                                            "manifest was edited after the run wrote it)",
+                                                            RunDir::name(RunFile::inputs)));
+    }
+  }
   const bool ra = recorded(r.a.manifest), rb = recorded(r.b.manifest);
   if (!ra || !rb) {
     if (ra != rb) {
@@ -353,13 +370,17 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
     }
     return;
   }
-  const RunDir da = RunDir::open(a), db = RunDir::open(b);
   // fa, fb: the inputs (data and code); wa, wb: the files each run wrote, or read after an earlier run
   // of its exec wrote them (a cache, a download), which are not inputs; oa, ob: the other files each
   // read (a library's cache elsewhere, which the other run may have made).
   std::map<std::string, InputFile> fa, fb, wa, wb, oa, ob;
   for (const auto& [dir, f_in, w_in, o_in] : {std::tuple{&da, &fa, &wa, &oa}, std::tuple{&db, &fb, &wb, &ob}}) {
-    for (const auto& j : dir->read_inputs()) {
+    const std::vector<ojson> records = dir->read_inputs();
+    for (size_t i = 0; i < records.size(); ++i) {
+      const ojson& j = records[i];
+      if (const std::string e = input_record_error(j); !e.empty()) { // each record is one line
+        throw Error(fmt::format("{}:{}", dir->file(RunFile::inputs), i + 1), e);
+      }
       InputFile f = input_from_json(j);
       if (f.cls == "data" || f.cls == "code") {
         f_in->emplace(f.path, std::move(f));

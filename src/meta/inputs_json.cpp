@@ -272,6 +272,117 @@ InputFile input_from_json(const ojson& j) {
   return f;
 }
 
+namespace {
+
+// The JSON type named for a message: "a number", "a string".
+std::string type_phrase(const ojson& v) {
+  const std::string t = v.type_name();
+  return (t == "object" || t == "array" ? "an " : "a ") + t;
+}
+
+enum class Want { string, boolean, integer, unsigned_integer, object, array, strings };
+
+bool is(const ojson& v, Want w) {
+  switch (w) {
+  case Want::string: return v.is_string();
+  case Want::boolean: return v.is_boolean();
+  case Want::integer: return v.is_number_integer();
+  case Want::unsigned_integer: return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+  case Want::object: return v.is_object();
+  case Want::array: return v.is_array();
+  case Want::strings: return v.is_array() && std::all_of(v.begin(), v.end(), [](const ojson& e) { return e.is_string(); });
+  }
+  return false;
+}
+
+const char* want_phrase(Want w) {
+  switch (w) {
+  case Want::string: return "a string";
+  case Want::boolean: return "true or false";
+  case Want::integer: return "an integer";
+  case Want::unsigned_integer: return "a count (an integer, 0 or more)";
+  case Want::object: return "an object";
+  case Want::array: return "an array";
+  case Want::strings: return "an array of strings";
+  }
+  return "";
+}
+
+// The first key of `j` (an object) among `keys` whose value is of another type, as "PREFIXKEY: must
+// be ..., not ..."; "" when each is absent or of its type.
+std::string typed_keys_error(const ojson& j, std::initializer_list<std::pair<const char*, Want>> keys, const std::string& prefix) {
+  for (const auto& [key, want] : keys) {
+    const auto it = j.find(key);
+    if (it != j.end() && !is(*it, want)) {
+      return fmt::format("{}{}: must be {}, not {}", prefix, key, want_phrase(want), type_phrase(*it));
+    }
+  }
+  return "";
+}
+
+std::string content_error(const ojson& c, const std::string& prefix) {
+  if (!c.is_object()) {
+    return fmt::format("{}: must be an object, not {}", prefix, type_phrase(c));
+  }
+  return typed_keys_error(c,
+                          {{"size", Want::unsigned_integer}, {"sha256", Want::string}, {"lines", Want::integer},
+                           {"block_lines", Want::integer}, {"block_bytes", Want::unsigned_integer},
+                           {"blocks", Want::strings}, {"tail_from", Want::integer}, {"tail", Want::string}},
+                          prefix + ".");
+}
+
+} // namespace
+
+std::string input_record_error(const ojson& j) {
+  if (!j.is_object()) {
+    return "not an object";
+  }
+  if (!j.contains("path") || !j["path"].is_string() || j["path"].get_ref<const std::string&>().empty()) {
+    return j.contains("path") ? fmt::format("path: must be a file's path (a string), not {}", j["path"].is_string() ? "\"\"" : type_phrase(j["path"]))
+                              : "path: missing";
+  }
+  if (!j.contains("class")) {
+    return "class: missing";
+  }
+  const ojson& cls = j["class"];
+  if (!cls.is_string() || (cls != "data" && cls != "code" && cls != "other" && cls != "written")) {
+    return fmt::format("class: must be one of data, code, other, written, not {}", cls.is_string() ? cls.dump() : type_phrase(cls));
+  }
+  std::string e = typed_keys_error(
+      j, {{"folder", Want::boolean}, {"read", Want::boolean}, {"written", Want::boolean}, {"existed", Want::boolean},
+          {"changed_while_running", Want::boolean}, {"made_during_run", Want::boolean}, {"stat_only", Want::boolean},
+          {"opened_by", Want::string}, {"note", Want::string}, {"listing_sha256", Want::string},
+          {"size", Want::unsigned_integer}, {"mtime_ns", Want::integer}, {"code_copy", Want::integer},
+          {"first_open", Want::integer}, {"names", Want::strings}, {"content", Want::object}, {"left", Want::object}},
+      "");
+  if (e.empty() && j.contains("content")) {
+    e = content_error(j["content"], "content");
+  }
+  if (e.empty() && j.contains("left")) {
+    const ojson& l = j["left"];
+    e = typed_keys_error(l, {{"size", Want::unsigned_integer}, {"mtime_ns", Want::integer}, {"content", Want::object}}, "left.");
+    if (e.empty() && l.contains("content")) {
+      e = content_error(l["content"], "left.content");
+    }
+  }
+  return e;
+}
+
+std::string inputs_section_error(const ojson& inputs) {
+  if (!inputs.is_object()) {
+    return fmt::format("must be an object, not {}", type_phrase(inputs));
+  }
+  if (const auto r = inputs.find("recorded"); r == inputs.end() || !(r->is_string() || r->is_boolean())) {
+    return r == inputs.end() ? "recorded: missing"
+                             : fmt::format("recorded: must be the record's format (a string) or false, not {}", type_phrase(*r));
+  }
+  return typed_keys_error(inputs,
+                          {{"counts", Want::object}, {"processes", Want::integer}, {"files_sha256", Want::string},
+                           {"folders", Want::array}, {"unrecorded", Want::array}, {"probes", Want::array},
+                           {"preload", Want::string}, {"why", Want::string}},
+                          "");
+}
+
 ojson inputs_manifest(const InputsRecord& r) {
   std::vector<const InputFile*> listed; // data and code files
   ojson folders = ojson::array();

@@ -289,8 +289,16 @@ ojson RunDir::read_manifest() const {
   } catch (const ojson::parse_error& e) {
     throw Error(path, fmt::format("corrupt manifest (invalid JSON at byte {})", e.byte));
   }
-  if (!m.is_object() || !m.contains("format") || !m["format"].is_string()) {
+  if (!m.is_object() || !m.contains("format")) {
     throw Error(path, "manifest has no \"format\" field");
+  }
+  // The keys every reader takes as strings: another type is a manifest edited by hand, named here
+  // rather than as a JSON library's type error.
+  for (const char* key : {"format", "kind"}) {
+    if (m.contains(key) && !m[key].is_string()) {
+      throw Error(path, fmt::format("{}: must be a string, not {} {}", key, m[key].is_array() || m[key].is_object() ? "an" : "a",
+                                    m[key].type_name()));
+    }
   }
   std::string f = m["format"].get<std::string>();
   if (f.rfind("reprun.run/", 0) != 0) {
@@ -578,6 +586,9 @@ std::vector<ojson> RunDir::read_inputs() const {
     }
     out.push_back(std::move(j));
     pos = nl + 1;
+  }
+  if (pos < text.size()) { // reprun ends every record with a newline: a last line without one was cut
+    throw Error(fmt::format("{}:{}", path, lineno + 1), "cut short (no end of line): the file is damaged");
   }
   return out;
 }

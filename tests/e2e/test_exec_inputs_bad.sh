@@ -8,7 +8,12 @@
 #      Python process's files still recorded by the audit hook;
 #  (d) a file made unreadable after the program read it (not as root): a note, no digest;
 #  (e) a record whose inputs.jsonl was lost or cut: diff refuses it (exit 2), never reads it as a
-#      program that read nothing.
+#      program that read nothing;
+#  (f) a record edited by hand where no digest guards it (summary.json's inputs_log removed too, as
+#      in a run of an older reprun): a key of another type, a class reprun does not know, no path, a
+#      last line cut, the manifest's inputs section removed or of another type, its kind a number:
+#      diff refuses each with the file, the line and the key (before: a JSON library's type error
+#      naming nothing, a record dropped in silence, or IDENTICAL).
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 
@@ -107,4 +112,43 @@ expect_error "^reprun: error: .*e2/run-1/inputs.jsonl: missing: summary.json rec
 head -n 1 "$T/e/run-1/inputs.jsonl" >"$T/e2/run-1/inputs.jsonl"
 expect_error "^reprun: error: .*e2/run-1/inputs.jsonl: damaged: its 1 record does not match the digest in summary.json" \
   "$REPRUN" diff "$T/e/run-1" "$T/e2/run-1"
+
+# (f) hand-edited records that no digest guards.
+edit() { # edit RUN PYTHON: runs PYTHON with m (manifest), s (summary) and lines (inputs.jsonl's) loaded, then writes them back
+  "$PY" - "$1" "$2" <<'PYSRC'
+import json, os, sys
+run, code = sys.argv[1], sys.argv[2]
+m = json.load(open(run + "/manifest.json"))
+s = json.load(open(run + "/summary.json"))
+lines = open(run + "/inputs.jsonl").read().splitlines(keepends=True)
+s.pop("inputs_log", None)
+exec(code)
+json.dump(m, open(run + "/manifest.json", "w"))
+json.dump(s, open(run + "/summary.json", "w"))
+open(run + "/inputs.jsonl", "w").write("".join(lines))
+PYSRC
+}
+bad() { # bad PATTERN PYTHON: a fresh copy of e edited by PYTHON, then diff refuses it with PATTERN
+  rm -rf "$T/f" && cp -r "$T/e" "$T/f"
+  edit "$T/f/run-1" "$2" || fail "(f) edit: $2"
+  expect_error "$1" "$REPRUN" diff "$T/e/run-1" "$T/f/run-1"
+}
+bad "f/run-1/inputs.jsonl:1: path: must be a file's path \(a string\), not a number" \
+  'r = json.loads(lines[0]); r["path"] = 5; lines[0] = json.dumps(r) + "\n"'
+bad "f/run-1/inputs.jsonl:1: class: must be one of data, code, other, written, not \"weird\"" \
+  'r = json.loads(lines[0]); r["class"] = "weird"; lines[0] = json.dumps(r) + "\n"'
+bad "f/run-1/inputs.jsonl:1: path: missing" 'r = json.loads(lines[0]); del r["path"]; lines[0] = json.dumps(r) + "\n"'
+bad "f/run-1/inputs.jsonl:[0-9]+: content.sha256: must be a string, not a number" \
+  'i = next(i for i, l in enumerate(lines) if "\"content\"" in l); r = json.loads(lines[i]); r["content"]["sha256"] = 1; lines[i] = json.dumps(r) + "\n"'
+bad "f/run-1/inputs.jsonl:1: read: must be true or false, not a string" \
+  'r = json.loads(lines[0]); r["read"] = "yes"; lines[0] = json.dumps(r) + "\n"'
+bad "f/run-1/inputs.jsonl:[0-9]+: cut short \(no end of line\)" 'lines[-1] = lines[-1].rstrip("\n")'
+bad "f/run-1/manifest.json: inputs: missing, though the run directory holds inputs.jsonl" 'del m["inputs"]'
+bad "f/run-1/manifest.json: inputs: must be an object, not a number" 'm["inputs"] = 5'
+bad "f/run-1/manifest.json: inputs: recorded: must be the record's format \(a string\) or false, not a number" \
+  'm["inputs"]["recorded"] = 7'
+bad "f/run-1/manifest.json: kind: must be a string, not a number" 'm["kind"] = 5'
+bad "f/run-1/manifest.json: format: must be a string, not a number" 'm["format"] = 7'
+rm -rf "$T/f" && cp -r "$T/e" "$T/f" && edit "$T/f/run-1" 'pass'
+expect_rc 0 "$REPRUN" diff "$T/e/run-1" "$T/f/run-1" # the edit alone (inputs_log removed) changes nothing
 pass

@@ -204,8 +204,10 @@ TEST_CASE("RunDir: the exact messages of create, open, lock and the manifest che
   CHECK(error_of([&] { run.read_manifest(); }) == path + ": unknown format 'reprun.run/0'");
   testing::write(path, "{\"format\":\"other/1\"}");
   CHECK(error_of([&] { run.read_manifest(); }) == path + ": unknown format 'other/1' (expected reprun.run/1)");
-  testing::write(path, "{\"format\":1}");
-  CHECK(error_of([&] { run.read_manifest(); }) == path + ": manifest has no \"format\" field");
+  testing::write(path, "{\"format\":1}"); // there, of another type: said so, not "no format field"
+  CHECK(error_of([&] { run.read_manifest(); }) == path + ": format: must be a string, not a number");
+  testing::write(path, "{\"format\":\"reprun.run/1\",\"kind\":[]}");
+  CHECK(error_of([&] { run.read_manifest(); }) == path + ": kind: must be a string, not an array");
   testing::write(path, "[\"reprun.run/1\"]");
   CHECK(error_of([&] { run.read_manifest(); }) == path + ": manifest has no \"format\" field");
   testing::write(path, "{\"format\":");

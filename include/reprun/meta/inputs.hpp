@@ -133,6 +133,11 @@ nlohmann::ordered_json inputs_manifest(const InputsRecord& r);
 std::string input_line(const InputFile& f);
 void append_input_line(std::string& out, const InputFile& f); // input_line(f), appended to out
 InputFile input_from_json(const nlohmann::ordered_json& j);
+// What is wrong with an inputs.jsonl record, as "KEY: must be ..." (a key of another type than reprun
+// writes, a class it does not know, no path), or "" for a record input_from_json reads as written.
+std::string input_record_error(const nlohmann::ordered_json& j);
+// The same for the manifest's "inputs" section.
+std::string inputs_section_error(const nlohmann::ordered_json& inputs);
 // A summary as inputs.jsonl's "content" object, and back.
 nlohmann::ordered_json content_json(const ContentSummary& c);
 ContentSummary content_from_json(const nlohmann::ordered_json& c);
