@@ -508,9 +508,17 @@ CheckResult recorded_run(const ExecPlan& plan, CheckResult& res) {
   }
   res.identical = true;
   res.recorded = true;
+  // "-o ../A" from a subfolder: the run's own path, not ".../src/../A/run-1" (a path without "." or
+  // ".." is shown as it is).
+  std::string shown = run.dir;
+  if (fs::path(run.dir).lexically_normal().string() != run.dir) {
+    std::error_code ec;
+    const fs::path real = fs::weakly_canonical(run.dir, ec);
+    shown = ec ? run.dir : real.string();
+  }
   res.verdict = fmt::format("RECORDED: run-1 of the program in {} ({}); compare a later run with it: reprun diff {} "
                             "OTHER_RUN",
-                            run.dir, what, run.dir);
+                            shown, what, shown);
   return res;
 }
 

@@ -595,6 +595,7 @@ std::vector<ojson> RunDir::read_inputs() const {
 
 std::string RunDir::read_code_copy(long index) const {
   const fs::path p = fs::path(m_path) / "code" / (std::to_string(index) + ".txt");
+  refuse_link(p.parent_path().string()); // the folder too: a code/ linked elsewhere is not the run's
   if (index < 0 || !exists_no_follow(p.string())) {
     return "";
   }

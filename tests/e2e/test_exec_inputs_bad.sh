@@ -11,9 +11,10 @@
 #      program that read nothing;
 #  (f) a record edited by hand where no digest guards it (summary.json's inputs_log removed too, as
 #      in a run of an older reprun): a key of another type, a class reprun does not know, no path, a
-#      last line cut, the manifest's inputs section removed or of another type, its kind a number:
-#      diff refuses each with the file, the line and the key (before: a JSON library's type error
-#      naming nothing, a record dropped in silence, or IDENTICAL).
+#      last line cut, the manifest's inputs section removed or of another type, its kind a number,
+#      the folder of code copies a link to another: diff refuses each with the file, the line and
+#      the key (before: a JSON library's type error naming nothing, a record dropped in silence,
+#      IDENTICAL, or a link followed).
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 
@@ -149,6 +150,15 @@ bad "f/run-1/manifest.json: inputs: recorded: must be the record's format \(a st
   'm["inputs"]["recorded"] = 7'
 bad "f/run-1/manifest.json: kind: must be a string, not a number" 'm["kind"] = 5'
 bad "f/run-1/manifest.json: format: must be a string, not a number" 'm["format"] = 7'
+# The folder of code copies linked elsewhere: refused as any link inside a run directory.
+printf 'x = 1\n' >helper.py
+"$REPRUN" exec -o "$T/g" --runs 1 -q -- "$PY" -c 'import helper' >"$T/out" 2>"$T/err" || fail "(f) exec: $(cat "$T/err")"
+printf 'x = 2\n' >helper.py
+"$REPRUN" exec -o "$T/h" --runs 1 -q -- "$PY" -c 'import helper' >"$T/out" 2>"$T/err" || fail "(f) exec: $(cat "$T/err")"
+[[ -d "$T/h/run-1/code" ]] || fail "(f) no code copies: $(ls "$T/h/run-1")"
+mv "$T/h/run-1/code" "$T/elsewhere" && ln -s "$T/elsewhere" "$T/h/run-1/code"
+expect_error "h/run-1/code: is a symbolic link; reprun does not follow links inside a run directory" \
+  "$REPRUN" diff "$T/g/run-1" "$T/h/run-1"
 rm -rf "$T/f" && cp -r "$T/e" "$T/f" && edit "$T/f/run-1" 'pass'
 expect_rc 0 "$REPRUN" diff "$T/e/run-1" "$T/f/run-1" # the edit alone (inputs_log removed) changes nothing
 pass

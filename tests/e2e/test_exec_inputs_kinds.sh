@@ -6,7 +6,8 @@
 #  (b) a data set on /dev/shm (a file system of plain files) named with --data-dir: data, and a
 #      change is named (before, /dev was the kernel's and the folder was silently not data);
 #  (c) a path through a symbolic link followed by ".." (cat link/../y.txt): the kernel resolves the
-#      link first, and so does the record: the file read is named, not the one beside the link.
+#      link first, and so does the record: the file read is named, not the one beside the link;
+#  (d) -o ../A from a subfolder: RECORDED names the run as .../A/run-1, not .../src/../A/run-1.
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 [[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
@@ -67,6 +68,13 @@ record C sh -c 'cat link/../y.txt'
 expect_rc 1 "$REPRUN" diff A/run-1 C/run-1
 grep -qF "[dataset] elsewhere/y.txt: 5 -> 6 lines; the first 5 are identical (1 appended)" "$T/out" ||
   fail "(c) the change through link/..: $(cat "$T/out")"
+cd "$T"
+
+# (d) -o ../A from a subfolder.
+mkdir -p d/src && cd d/src
+printf 'print(1)\n' >t.py
+"$REPRUN" exec -o ../A --runs 1 -q -- "$PY" t.py >"$T/rec.out" 2>&1 || fail "(d) exec: $(cat "$T/rec.out")"
+grep -qF "RECORDED: run-1 of the program in $(cd .. && pwd -P)/A/run-1 " "$T/rec.out" || fail "(d) $(head -1 "$T/rec.out")"
 cd "$T"
 
 pass
