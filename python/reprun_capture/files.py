@@ -80,8 +80,15 @@ def _hook(event, args):
             _state["dir"] = None
             return
         path = args[0] if args else None
-        if isinstance(path, int):  # an open of a file descriptor: no path
-            return
+        if isinstance(path, int):
+            if event == "open":  # an open of a file descriptor: no path
+                return
+            # A listing through a folder's descriptor (os.scandir(fd), os.listdir(fd): os.fwalk's):
+            # the folder the descriptor is open on.
+            try:
+                path = os.readlink("/proc/self/fd/%d" % path)
+            except OSError:
+                return
         if path is None:
             path = "."
         if type(path) is not str:

@@ -383,6 +383,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     } else if (!where.empty() && s.f.opened_by.find('(') == std::string::npos) {
       s.f.opened_by = opened_by(); // the Python line that opened it says more than the process's name
     }
+    s.f.folder = s.f.folder || folder; // opened first, then listed (os.fwalk: open, then fdopendir)
     s.f.read = s.f.read || reads;
     s.f.written = s.f.written || writes;
     s.ok_open = s.ok_open || ok;
@@ -410,7 +411,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     return name;
   };
   for (const auto& e : log.events) {
-    if ((e.event == 'D' || (e.event == 'O' && (e.a & O_DIRECTORY) != 0)) && python_pids.count(e.pid)) {
+    if (e.event == 'D' && python_pids.count(e.pid)) {
       python_listed[e.path] = python_listed[e.path] || e.b >= 0;
       continue;
     }
@@ -423,7 +424,9 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
         (system_probe(e.path) ? r.probes : r.unrecorded).push_back({e.path, e.reason});
       }
     } else if (e.event == 'O' || e.event == 'D') {
-      const bool dir = e.event == 'D' || (e.a & O_DIRECTORY) != 0;
+      // A listing is opendir's or fdopendir's (D): a folder opened only for the files under it
+      // (open(dir, O_DIRECTORY), then openat) or to sync it is no listing, and not an input.
+      const bool dir = e.event == 'D';
       const int acc = static_cast<int>(e.a & O_ACCMODE);
       const bool reads = dir || acc == O_RDONLY || acc == O_RDWR;
       const bool writes = !dir && (acc == O_WRONLY || acc == O_RDWR);
@@ -741,6 +744,11 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     InputFile& f = to_hash[static_cast<size_t>(i)]->f;
     if (stat_now(f.path, st) != 0) {
       f.note = "gone before reprun read it (removed after the run)";
+      return;
+    }
+    if (S_ISDIR(st.st_mode)) { // opened, never listed (a folder synced, or the base of openat): not an input
+      f.cls = "other";
+      f.note = "a folder, opened but not listed";
       return;
     }
     if (!S_ISREG(st.st_mode)) {

@@ -7,7 +7,13 @@
 #      change is named (before, /dev was the kernel's and the folder was silently not data);
 #  (c) a path through a symbolic link followed by ".." (cat link/../y.txt): the kernel resolves the
 #      link first, and so does the record: the file read is named, not the one beside the link;
-#  (d) -o ../A from a subfolder: RECORDED names the run as .../A/run-1, not .../src/../A/run-1.
+#  (d) -o ../A from a subfolder: RECORDED names the run as .../A/run-1, not .../src/../A/run-1;
+#  (e) a tree walked with os.fwalk (each folder opened, then listed through its descriptor): the
+#      folders are listings, not data files "not a regular file"; a file added deep in the tree is
+#      named as added;
+#  (f) a folder opened only as the base of openat (os.open(dir, O_DIRECTORY), then open(name,
+#      dir_fd=...)), and a folder opened to sync it: no listing, so a file added there that the
+#      program does not read is no difference.
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 [[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
@@ -75,6 +81,53 @@ mkdir -p d/src && cd d/src
 printf 'print(1)\n' >t.py
 "$REPRUN" exec -o ../A --runs 1 -q -- "$PY" t.py >"$T/rec.out" 2>&1 || fail "(d) exec: $(cat "$T/rec.out")"
 grep -qF "RECORDED: run-1 of the program in $(cd .. && pwd -P)/A/run-1 " "$T/rec.out" || fail "(d) $(head -1 "$T/rec.out")"
+cd "$T"
+
+# (e) os.fwalk over data/tree.
+mkdir -p e/data/tree/sub && cd e
+seq 1 3 >data/tree/a.txt && seq 1 4 >data/tree/sub/b.txt
+cat >t.py <<'PYSRC'
+import os
+total = 0
+for root, dirs, files, rootfd in os.fwalk("data/tree"):
+    for name in sorted(files):
+        with open(os.open(name, os.O_RDONLY, dir_fd=rootfd)) as f:
+            total += sum(int(x) for x in f)
+print(total)
+PYSRC
+record A "$PY" t.py
+for d in data/tree data/tree/sub; do
+  grep -F "\"path\":\"$d\"" A/run-1/inputs.jsonl | grep -qF '"folder":true' ||
+    fail "(e) $d is not a listing: $(grep -F "\"path\":\"$d\"" A/run-1/inputs.jsonl)"
+done
+grep -qF "read 2 data files (and listed 2 folders)" "$T/rec.out" || fail "(e) the counts: $(head -1 "$T/rec.out")"
+seq 1 5 >data/tree/sub/c.txt
+record C "$PY" t.py
+expect_rc 1 "$REPRUN" diff A/run-1 C/run-1
+grep -qF "[dataset] data/tree/sub: a folder of 1 -> 2 entries: 1 added (c.txt)" "$T/out" || fail "(e) the added file: $(cat "$T/out")"
+cd "$T"
+
+# (f) a folder opened as the base of openat, and one opened to be synced: not listings.
+mkdir -p f/data f/out && cd f
+seq 1 3 >data/t.csv
+cat >t.py <<'PYSRC'
+import os
+fd = os.open("data", os.O_RDONLY | os.O_DIRECTORY)
+with open(os.open("t.csv", os.O_RDONLY, dir_fd=fd)) as f:
+    print(sum(int(x) for x in f))
+os.close(fd)
+with open("out/r.txt", "w") as f:
+    f.write("done\n")
+d = os.open("out", os.O_RDONLY)
+os.fsync(d)
+os.close(d)
+PYSRC
+record A "$PY" t.py
+grep -qF "read 1 data file and 1 code file" "$T/rec.out" || fail "(f) the counts: $(head -1 "$T/rec.out")"
+echo unrelated >data/unrelated.txt
+echo unrelated >out/other.txt
+record B "$PY" t.py
+expect_rc 0 "$REPRUN" diff A/run-1 B/run-1
 cd "$T"
 
 pass
