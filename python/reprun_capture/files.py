@@ -9,7 +9,8 @@ writes its own lines beside its parent's:
 EVENT is open (MODE as open() got it, WHERE the program's file:line), listdir (os.listdir,
 os.scandir), prefix (a folder of the interpreter's own: its standard library and site-packages,
 written at start), start (a process forked from one armed: its opens are recorded too) or module
-(at start, the script Python runs; at exit, the source file of each module the process imported).
+(at start, the script Python runs; at exit, the source file of each module the process imported;
+a shared library loaded by its path through ctypes, as it loads it).
 The preload library records every
 process's opens, Python's or not; this adds the program's line. Where the preload library is loaded
 it also hands the line of each open to its own record of it, with an audit hook in C
@@ -22,8 +23,8 @@ silently.
 import os
 import sys
 
-_EVENTS = frozenset(("open", "os.listdir", "os.scandir", "os.chdir"))
-_NATIVE_EVENTS = frozenset(("os.listdir", "os.scandir", "os.chdir"))  # opens: the hook in C
+_EVENTS = frozenset(("open", "os.listdir", "os.scandir", "os.chdir", "ctypes.dlopen"))
+_NATIVE_EVENTS = frozenset(("os.listdir", "os.scandir", "os.chdir", "ctypes.dlopen"))  # opens: the hook in C
 _events = _EVENTS
 # fd: the log; head: "PID\t" of this process (renewed in a forked child); dir: the current directory
 # for relative paths, None once the program changes it (the event comes before the change: it is read
@@ -80,6 +81,14 @@ def _hook(event, args):
             _state["dir"] = None
             return
         path = args[0] if args else None
+        if event == "ctypes.dlopen":
+            # A shared library the program loads by its path (ctypes.CDLL("./libop.so"),
+            # torch.ops.load_library): code it runs, as a module is. By name alone ("libc.so.6"),
+            # or none: the system's search, not a file of the program's.
+            if isinstance(path, bytes):
+                path = os.fsdecode(path)
+            if not isinstance(path, str) or "/" not in path:
+                return
         if isinstance(path, int):
             if event == "open":  # an open of a file descriptor: no path
                 return
@@ -104,6 +113,9 @@ def _hook(event, args):
             frame = sys._getframe(1)
         except ValueError:  # no Python frame: the interpreter opening the script itself
             frame = None
+        if event == "ctypes.dlopen":
+            _write("module", "-", _where(frame), path)
+            return
         if frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
             # The import system: a module's source or .pyc (the module, not a read of the
             # program's), or the listing of a folder on sys.path (its finder's cache).

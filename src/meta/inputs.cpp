@@ -79,6 +79,21 @@ bool hidden_component(std::string_view p) {
   return false;
 }
 
+// A hidden folder in the part of `path` below the folder it shares with `cwd` (../.cache/x from
+// proj/src: .cache; a project that itself lies in a hidden folder is not one).
+bool hidden_beside(std::string_view path, std::string_view cwd) {
+  size_t common = 0; // the length of the shared folder's path
+  for (size_t i = 0; i < path.size() && i < cwd.size() && path[i] == cwd[i]; ++i) {
+    if (path[i] == '/') {
+      common = i;
+    }
+  }
+  if (cwd.size() <= path.size() && path.substr(0, cwd.size()) == cwd && (path.size() == cwd.size() || path[cwd.size()] == '/')) {
+    common = cwd.size();
+  }
+  return hidden_component(path.substr(common));
+}
+
 bool system_path(std::string_view p) {
   static const char* k_system[] = {"/proc", "/sys", "/dev", "/etc", "/run", "/usr", "/lib", "/lib32", "/lib64", "/bin",
                                    "/sbin", "/var", "/tmp", "/snap", "/boot", "/opt/conda"};
@@ -298,6 +313,8 @@ struct Seen {
   bool ok_open = false;    // some open succeeded
   bool created = false;    // an open with O_CREAT made it
   bool module = false;     // Python imported it
+  bool image = false;      // a process ran it: its executable (a program built in the project: code)
+  bool up = false;         // the program named it by a path that went up a folder (../data/t.csv)
 };
 
 } // namespace
@@ -419,6 +436,11 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       ++r.processes;
       exe_of[e.pid] = fs::path(e.path).filename().string();
       exe(-1, ""); // forget the last pid's name: it may be this one's
+      // The executable itself, when it is not the system's (a tool built in the project: ./prep,
+      // which the kernel reads, no open does): classified as any file read.
+      if (!e.path.empty() && e.path[0] == '/' && !system_own_path(e.path)) {
+        note_open(e.path, false, true, false, true, false, &e, exe(e.pid, ""), "")->image = true;
+      }
     } else if (e.event == 'X') {
       if (e.reason != "ok") {
         (system_probe(e.path) ? r.probes : r.unrecorded).push_back({e.path, e.reason});
@@ -437,6 +459,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       Seen* s = note_open(e.path, dir, reads, writes || created, e.b >= 0, created, &e, exe(e.pid, ""),
                           imported ? std::string_view() : std::string_view(e.where));
       s->module = s->module || imported;
+      s->up = s->up || e.up;
     }
   }
   exe(-1, "");
@@ -448,7 +471,8 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       // says (without it, as when LD_PRELOAD could not carry it, the open is taken as made).
       const auto listed = python_listed.find(e.path);
       const bool ok = e.event == "listdir" && listed != python_listed.end() ? listed->second : !preloaded;
-      note_open(e.path, e.event == "listdir", reads, writes, ok, false, nullptr, exe(e.pid, "python"), e.where);
+      Seen* s = note_open(e.path, e.event == "listdir", reads, writes, ok, false, nullptr, exe(e.pid, "python"), e.where);
+      s->up = s->up || e.up;
     } else if (e.event == "module") {
       note_open(e.path, false, true, false, true, false, nullptr, "import", "")->module = true;
     }
@@ -553,8 +577,12 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     const bool named = named_in_args(path);
     const bool own = under_any(path, opt.own_dirs);
     const bool interpreter = under_any(path, prefixes);
-    const bool data_place = (path_under(path, opt.cwd) || named || under_any(path, opt.data_dirs)) && !own &&
-                            !interpreter && !(hidden_below_cwd(path) && !named);
+    // A path the program gave going up from its folder (../data/t.csv, run from proj/src) names the
+    // project's data as one under the working directory does; not the system's own, nor a hidden
+    // folder beside the working directory's (../.cache).
+    const bool up_data = s.up && !system_own_path(path) && !hidden_beside(path, opt.cwd);
+    const bool data_place = (path_under(path, opt.cwd) || named || under_any(path, opt.data_dirs) || up_data) &&
+                            !own && !interpreter && !(hidden_below_cwd(path) && !named);
     if (own || interpreter || kernel_path(path)) {
       f.cls = "other"; // reprun's own files, the interpreter's, devices and the kernel's (/dev/null written)
     } else if ((s.first_writes && !s.module) || opt.written_earlier.count(s.f.path)) {
@@ -562,7 +590,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     } else if (!data_place && !(s.module && !system_own_path(path) && !hidden_component(path))) {
       f.cls = "other"; // a module imported from outside the system's folders is code: ../lib, /var/lib/jenkins/...
     } else if (!f.folder &&
-               (is_code_name(path) || s.module ||
+               (is_code_name(path) || s.module || s.image ||
                 (programs.count(path) > 0 && s.f.read && is_script(std::string(path)))) &&
                (s.module || data_place)) {
       f.cls = "code";
@@ -783,7 +811,8 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   std::vector<Seen*> code;
   for (auto& [path, s] : seen) {
     const bool config = s.f.cls == "data" && s.f.content.text && s.f.content.size <= k_config_copy_cap && is_config_name(path);
-    if ((s.f.cls == "code" || config) && s.f.hashed && s.f.content.size <= opt.code_cap && keep_code) {
+    // Text only: a program or library built in the project (ELF) is code whose lines say nothing.
+    if ((s.f.cls == "code" || config) && s.f.hashed && s.f.content.text && s.f.content.size <= opt.code_cap && keep_code) {
       code.push_back(&s);
     }
   }

@@ -64,8 +64,10 @@ private:
 // An absolute path with its "." and ".." components and repeated separators resolved, as Python's
 // os.path.normpath does by the text alone, except that a ".." after a symbolic link goes up from
 // the link's target, as the kernel does: the preload library joins a relative path with the
-// directory as given, and the audit hook does too, so that both logs name a file alike.
-std::string normal_path(std::string p, LinkResolver& links) {
+// directory as given, and the audit hook does too, so that both logs name a file alike. `up`: a
+// ".." went up a folder.
+std::string normal_path(std::string p, LinkResolver& links, bool& up) {
+  up = false;
   if (p.empty() || p[0] != '/') {
     return p;
   }
@@ -108,6 +110,7 @@ std::string normal_path(std::string p, LinkResolver& links) {
         }
         if (!parts.empty()) {
           parts.pop_back();
+          up = true;
         }
       }
     } else if (!part.empty() && part != ".") {
@@ -142,7 +145,7 @@ bool parse_event(std::string_view line, FileEvent& e, LinkResolver& links) {
   if (f[7] != "-") {
     e.where = unescape_log_path(f[7]);
   }
-  e.path = normal_path(unescape_log_path(f[8]), links);
+  e.path = normal_path(unescape_log_path(f[8]), links, e.up);
   return e.event == 'S' || e.event == 'O' || e.event == 'D' || e.event == 'X' || e.event == 'A' ||
          (e.event == 'L' && !e.where.empty());
 }
@@ -155,7 +158,7 @@ bool parse_py(std::string_view line, PyFileEvent& e, LinkResolver& links) {
   e.event = std::string(f[1]);
   e.mode = std::string(f[2]);
   e.where = std::string(f[3]);
-  e.path = normal_path(unescape_log_path(f[4]), links);
+  e.path = normal_path(unescape_log_path(f[4]), links, e.up);
   return e.event == "open" || e.event == "listdir" || e.event == "module" || e.event == "prefix" || e.event == "start";
 }
 

@@ -13,7 +13,15 @@
 #      named as added;
 #  (f) a folder opened only as the base of openat (os.open(dir, O_DIRECTORY), then open(name,
 #      dir_fd=...)), and a folder opened to sync it: no listing, so a file added there that the
-#      program does not read is no difference.
+#      program does not read is no difference;
+#  (g) programs built in the project: ./prep run by exec, and run by the script with a library
+#      ./libop.so it loads through ctypes (as torch.ops.load_library does): code, and a rebuilt one
+#      is [code] "the program's code changed" (before: not recorded, "not deterministic"; exec's own
+#      program "[libraries] program.executable_file", "different library versions");
+#  (h) the data beside the working directory, named by a path going up (cd proj/src; python3
+#      train.py reads ../data/t.csv): data (before: "other", not compared, and the diff of a changed
+#      table said "not deterministic"); two checkouts of the project diff to exit 0; a row appended
+#      is named; ../.cache beside it stays other.
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 [[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
@@ -129,5 +137,54 @@ echo unrelated >out/other.txt
 record B "$PY" t.py
 expect_rc 0 "$REPRUN" diff A/run-1 B/run-1
 cd "$T"
+
+# (g) ./prep and ./libop.so built in the project.
+if CC=$(command -v cc || command -v gcc); then
+  mkdir g && cd g
+  build() { # build VALUE: prep prints VALUE; libop.so's op returns VALUE
+    printf '#include <stdio.h>\nint main(void) { printf("%%d\\n", %s); return 0; }\n' "$1" >prep.c
+    printf 'int op(void) { return %s; }\n' "$1" >op.c
+    "$CC" -o prep prep.c && "$CC" -shared -fPIC -o libop.so op.c || fail "(g) cc failed"
+  }
+  printf 'import ctypes, subprocess\nsubprocess.run(["./prep"], check=True)\nprint(ctypes.CDLL("./libop.so").op())\n' >t.py
+  build 1
+  record A ./prep
+  record PA "$PY" t.py
+  grep -F '"path":"libop.so"' PA/run-1/inputs.jsonl | grep -qF '"class":"code"' ||
+    fail "(g) libop.so: $(grep -F 'libop' PA/run-1/inputs.jsonl)"
+  build 2
+  record B ./prep
+  record PB "$PY" t.py
+  expect_rc 1 "$REPRUN" diff A/run-1 B/run-1
+  grep -qE "^  \[code\] prep: [0-9,]+ -> [0-9,]+ bytes" "$T/out" || fail "(g) ./prep rebuilt: $(cat "$T/out")"
+  ! grep -q "ELF" "$T/out" || fail "(g) a binary's bytes shown as lines: $(head -c 600 "$T/out")"
+  grep -qF "1. the program's code changed" "$T/out" || fail "(g) ./prep's cause: $(cat "$T/out")"
+  ! grep -qF "[libraries] program.executable_file" "$T/out" || fail "(g) counted as a library: $(cat "$T/out")"
+  expect_rc 1 "$REPRUN" diff PA/run-1 PB/run-1
+  grep -qF "[code] prep:" "$T/out" && grep -qF "[code] libop.so:" "$T/out" || fail "(g) rebuilt under the script: $(cat "$T/out")"
+  cd "$T"
+else
+  echo "(g) skipped: no C compiler"
+fi
+
+# (h) cd proj/src && python3 train.py, reading ../data/t.csv.
+for p in h/p1 h/p2; do
+  mkdir -p "$p/src" "$p/data" "$p/.cache"
+  seq 1 20 >"$p/data/t.csv"
+  echo 7 >"$p/.cache/c.txt"
+  printf 'print(sum(int(x) for x in open("../data/t.csv")) + int(open("../.cache/c.txt").read()))\n' >"$p/src/train.py"
+done
+(cd h/p1/src && record A "$PY" train.py)
+grep -qF "read 1 data file and 1 code file" "$T/rec.out" || fail "(h) the counts: $(head -1 "$T/rec.out")"
+grep -F "h/p1/.cache/c.txt" h/p1/src/A/run-1/inputs.jsonl | grep -qF '"class":"other"' ||
+  fail "(h) ../.cache: $(grep -F 'c.txt' h/p1/src/A/run-1/inputs.jsonl)"
+(cd h/p2/src && record B "$PY" train.py)
+expect_rc 0 "$REPRUN" diff h/p1/src/A/run-1 h/p2/src/B/run-1
+echo 21 >>h/p2/data/t.csv
+(cd h/p2/src && record C "$PY" train.py)
+expect_rc 1 "$REPRUN" diff h/p1/src/A/run-1 h/p2/src/C/run-1
+grep -qF "[dataset] ../data/t.csv: 20 -> 21 lines; the first 20 are identical (1 appended)" "$T/out" ||
+  fail "(h) a row appended to ../data/t.csv: $(cat "$T/out")"
+grep -qF "1. the training data changed" "$T/out" || fail "(h) the cause: $(cat "$T/out")"
 
 pass

@@ -419,4 +419,15 @@ TEST_CASE("Inputs: a '..' after a symbolic link goes up from the link's target, 
   CHECK(log.events[2].path == w + "/z.txt");
   REQUIRE(log.py.size() == 1);
   CHECK(log.py[0].path == real + "/y.txt");
+  // Each went up a folder (../data/t.csv from proj/src names the project's data): said so.
+  CHECK(log.events[0].up);
+  CHECK(log.events[1].up);
+  CHECK(log.py[0].up);
+  const FilesLog plain = read_files_log(w + "/log2", "");
+  CHECK(plain.events.empty());
+  std::ofstream(w + "/log2") << "7\tO\t0\t3\t1\t0\t1:2\t-\t" << w << "/./data//t.csv\n";
+  const FilesLog flat = read_files_log(w + "/log2", "");
+  REQUIRE(flat.events.size() == 1);
+  CHECK(flat.events[0].path == w + "/data/t.csv");
+  CHECK_FALSE(flat.events[0].up);
 }

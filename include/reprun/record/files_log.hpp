@@ -43,6 +43,7 @@ struct FileEvent {
   std::string where;       // O of a Python process: "train.py:12", "import" (the import system); L: the
                            // link's target as stored; else ""
   std::string path;        // unescaped bytes
+  bool up = false;         // the path as given went up a folder ("/w/src/../data/t.csv": ../data/t.csv from /w/src)
 };
 
 inline constexpr long long k_open_created = 0x40000000;
@@ -53,6 +54,7 @@ struct PyFileEvent {
   std::string mode;        // open: "r", "rb", "w", ...
   std::string where;       // open, listdir: "train.py:12"
   std::string path;
+  bool up = false;         // as FileEvent's
 };
 
 struct FilesLog {
