@@ -92,6 +92,7 @@
 
 #include "exec_target.h"
 #include "line.h"
+#include "log_fd.h"
 #include "py_audit.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -119,10 +120,6 @@ static char g_buffer[2 * PATH_MAX];
 static const char* g_log_path = g_buffer;
 static LibraryFile g_self = {g_buffer + PATH_MAX, 0, 0};
 static atomic_int g_state = k_unloaded;
-static atomic_int g_log_fd = -1;
-static atomic_int g_pid = 0;     /* the process g_log_fd and the S record belong to */
-static dev_t g_log_dev;
-static ino_t g_log_ino;
 /* Set while a hook of this thread records: a call the real function makes into another hook is
  * passed on unrecorded. Initial-exec TLS: no allocation on first access (the library is preloaded,
  * never dlopen'ed). */
@@ -178,60 +175,10 @@ static ssize_t own_readlink(const char* path, char* buf, size_t size) {
   return fn(path, buf, size);
 }
 
-/* The library's own opens: the real open, never recorded. */
-static int own_open(const char* path, int flags, mode_t mode) {
-  OpenFn fn = (OpenFn)real(r_open);
-  if (fn == NULL) {
-    errno = ENOSYS;
-    return -1;
-  }
-  return fn(path, flags, mode);
-}
-
-static int is_log(const struct stat* st) {
-  return st->st_dev == g_log_dev && st->st_ino == g_log_ino;
-}
-
-/* Opens the log on a high descriptor (out of the way of programs that dup2 onto low numbers). */
-static int open_log(void) {
-  int fd = own_open(g_log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  struct rlimit lim;
-  if (fd >= 0 && getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur >= 64) {
-    long low = (lim.rlim_cur > 1024 ? 1024 : (long)lim.rlim_cur) - 24;
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, low);
-    if (high >= 0) {
-      close(fd);
-      fd = high;
-    }
-  }
-  return fd;
-}
-
-/* Writes a finished line. The program may have closed the log's descriptor or put a file of its
- * own on that number (a child closing every descriptor before exec), so the descriptor is checked
- * to be the log before every write; when it is not, the log is opened again. */
+/* Writes a finished line (log_fd.c: one write, never into a file of the program's). */
 static void emit(Line* l) {
   size_t len = line_finish(l);
-  int fd = atomic_load(&g_log_fd);
-  struct stat st;
-  if (fd >= 0 && fstat(fd, &st) == 0 && is_log(&st)) {
-    while (write(fd, l->buf, len) < 0 && errno == EINTR) {
-    }
-    return;
-  }
-  int fresh = open_log();
-  if (fresh < 0) {
-    return;
-  }
-  while (write(fresh, l->buf, len) < 0 && errno == EINTR) {
-  }
-  /* Keep it only in the process that owns the session: a vfork child shares its parent's memory
-   * but not its descriptors. */
-  if (getpid() == atomic_load(&g_pid) && fstat(fresh, &st) == 0 && is_log(&st) &&
-      atomic_compare_exchange_strong(&g_log_fd, &fd, fresh)) {
-    return;
-  }
-  close(fresh);
+  log_fd_write(l->buf, len);
 }
 
 /* ---- Paths ---------------------------------------------------------------------------------- */
@@ -309,7 +256,7 @@ static void record_open(char event, int dirfd, const char* path, int64_t a, int6
                         int error, int fd) {
   struct stat st;
   int have = fd >= 0 && fstat(fd, &st) == 0;
-  if (have && is_log(&st)) {
+  if (have && log_fd_is(&st)) {
     return;
   }
   char where[1024];
@@ -466,7 +413,7 @@ static int call_execvpe(const char* file, char* const argv[], char* const envp[]
 static int record_arg(int64_t pid, int i, const char* arg, int files_only) {
   struct stat st;
   const size_t n = strlen(arg);
-  if (n == 0 || n >= PATH_MAX || stat(arg, &st) != 0 || is_log(&st) || (files_only && !S_ISREG(st.st_mode))) {
+  if (n == 0 || n >= PATH_MAX || stat(arg, &st) != 0 || log_fd_is(&st) || (files_only && !S_ISREG(st.st_mode))) {
     return 0;
   }
   Line l;
@@ -542,7 +489,7 @@ static void on_fork_child(void) {
     return;
   }
   int saved = errno;
-  atomic_store(&g_pid, getpid());
+  log_fd_forked();
   record_start();
   errno = saved;
 }
@@ -573,16 +520,9 @@ __attribute__((constructor)) static void on_load(int argc, char** argv, char** e
         g_self.ino = st.st_ino;
       }
     }
-    int fd = open_log();
-    if (fd >= 0 && fstat(fd, &st) == 0) {
-      g_log_dev = st.st_dev;
-      g_log_ino = st.st_ino;
-      atomic_store(&g_log_fd, fd);
-      atomic_store(&g_pid, getpid());
+    if (log_fd_start(g_log_path) == 0) {
       pthread_atfork(NULL, NULL, on_fork_child);
       state = k_recording;
-    } else if (fd >= 0) {
-      close(fd);
     }
   }
   atomic_store_explicit(&g_state, state, memory_order_release);

@@ -2,7 +2,9 @@
 # each create and open 2,000 files with long names. Every line of the log parses (8 fields, a
 # numeric pid), none is interleaved with another, and there are exactly 16,000 O records, one per
 # file, each created. A C program where gcc is found, else Python's threads (they let the GIL go
-# around open(), so the hooks run at once there too).
+# around open(), so the hooks run at once there too). Then a program that takes the log's
+# descriptor number (dup2 of its own file onto it, then os.closerange of every descriptor) and goes
+# on opening files: its file holds only its own lines, and its opens are still recorded.
 source "$(dirname "$0")/lib.sh"
 LIB="$(cd "$(dirname "$REPRUN")" && pwd -P)/libreprun_preload.so"
 [[ -f $LIB ]] || skip "libreprun_preload.so is not built beside $REPRUN"
@@ -79,4 +81,26 @@ check(all(r.b >= 0 and r.a & ~os.O_CLOEXEC == os.O_WRONLY | os.O_CREAT | CREATED
 check(len({r.pid for r in O}) == 1, "one process")
 print(f"{len(R)} records, {len(O)} O records of the stress files")
 PY
+
+# The program takes the log's number.
+cd "$T" && mkdir take && cd take || exit 1
+echo x >in.txt && echo y >in2.txt
+cat >take.py <<'PYSRC'
+import os
+log = next(int(n) for n in os.listdir("/proc/self/fd")
+           if os.path.realpath("/proc/self/fd/" + n) == os.path.realpath(os.environ["REPRUN_FILES_LOG"]))
+own = os.open("own.txt", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+os.dup2(own, log)  # its own file on the log's number
+for _ in range(100):
+    with open("in.txt") as f:
+        f.read()
+    os.write(log, b"B\n")
+os.closerange(3, 65536)  # every descriptor, the log's again among them
+with open("in2.txt") as f:
+    f.read()
+PYSRC
+LD_PRELOAD="$LIB" REPRUN_FILES_LOG="$T/take/files.log" "$PY" take.py || fail "take.py failed"
+[[ $(grep -c . own.txt) == 100 && $(grep -vc '^B$' own.txt) == 0 ]] || fail "the program's file holds records: $(grep -v '^B$' own.txt | head -3)"
+grep -qF "$(pwd -P)/in.txt" files.log && grep -qF "$(pwd -P)/in2.txt" files.log ||
+  fail "the opens after the log's number was taken are not recorded: $(tail -3 files.log)"
 pass

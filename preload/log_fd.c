@@ -1,0 +1,208 @@
+/* The preload library's log descriptor, and the program taking its number: see log_fd.h. */
+#define _GNU_SOURCE
+#include "log_fd.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum {
+  k_yield_spins = 1 << 20, /* a bound on the wait for the records in flight (seconds at most) */
+  k_write_attempts = 1024,  /* a record given up after so many descriptors taken under it */
+};
+
+static const char* g_path;
+static atomic_int g_fd = -1;
+static atomic_int g_pid = 0;         /* the process g_fd belongs to */
+/* Records between their load of g_fd and the end of their write, counted in two slots by the parity
+ * of the generation they began in: a yield starts a new generation and waits for the old one's
+ * slot, which no new record joins (a wait on one count could starve under many threads), twice. */
+static atomic_uint g_gen = 0;
+static atomic_uint g_writers[2];
+static atomic_int g_reopening = 0; /* a thread is opening the log again */
+static dev_t g_dev;
+static ino_t g_ino;
+/* Set while this thread writes a record: it cannot wait for itself. */
+static __thread int t_writing __attribute__((tls_model("initial-exec")));
+
+/* The real functions, found with dlsym(RTLD_NEXT) at their first use. */
+static void* real_fn(void* _Atomic* slot, const char* name) {
+  void* fn = atomic_load_explicit(slot, memory_order_acquire);
+  if (fn == NULL) {
+    fn = dlsym(RTLD_NEXT, name);
+    atomic_store_explicit(slot, fn, memory_order_release);
+  }
+  return fn;
+}
+#define REAL(type, name)            \
+  static void* _Atomic slot_##name; \
+  type fn = (type)real_fn(&slot_##name, #name)
+
+typedef int (*OpenFn)(const char*, int, ...);
+typedef int (*CloseFn)(int);
+typedef int (*Dup2Fn)(int, int);
+typedef int (*Dup3Fn)(int, int, int);
+typedef int (*CloseRangeFn)(unsigned, unsigned, int);
+typedef void (*ClosefromFn)(int);
+
+/* Opens the log on a high descriptor (out of the way of programs that dup2 onto low numbers). */
+static int open_log(void) {
+  REAL(OpenFn, open);
+  if (fn == NULL) {
+    return -1;
+  }
+  int fd = fn(g_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  struct rlimit lim;
+  if (fd >= 0 && getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur >= 64) {
+    long low = (lim.rlim_cur > 1024 ? 1024 : (long)lim.rlim_cur) - 24;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, low);
+    if (high >= 0) {
+      close(fd);
+      fd = high;
+    }
+  }
+  return fd;
+}
+
+int log_fd_start(const char* path) {
+  g_path = path;
+  int fd = open_log();
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    if (fd >= 0) {
+      close(fd);
+    }
+    return -1;
+  }
+  g_dev = st.st_dev;
+  g_ino = st.st_ino;
+  atomic_store(&g_fd, fd);
+  atomic_store(&g_pid, getpid());
+  return 0;
+}
+
+int log_fd_is(const struct stat* st) { return g_path != NULL && st->st_dev == g_dev && st->st_ino == g_ino; }
+
+void log_fd_forked(void) {
+  atomic_store(&g_pid, getpid());
+  atomic_store(&g_writers[0], 0u); /* the threads that were writing are not in this process */
+  atomic_store(&g_writers[1], 0u);
+  atomic_store(&g_reopening, 0);
+}
+
+int log_fd_owner(void) { return getpid() == atomic_load(&g_pid); }
+
+void log_fd_write(const char* buf, size_t len) {
+  for (int attempt = 0; attempt < k_write_attempts; ++attempt) {
+    t_writing = 1;
+    const unsigned slot = atomic_load(&g_gen) & 1u;
+    atomic_fetch_add(&g_writers[slot], 1u);
+    int fd = atomic_load(&g_fd);
+    struct stat st;
+    const int ok = fd >= 0 && fstat(fd, &st) == 0 && log_fd_is(&st);
+    if (ok) { /* the program cannot take this number until the write is done (yield below) */
+      while (write(fd, buf, len) < 0 && errno == EINTR) {
+      }
+    }
+    atomic_fetch_sub(&g_writers[slot], 1u);
+    t_writing = 0;
+    if (ok) {
+      return;
+    }
+    /* Closed, or its number taken: opened again. A vfork child (sharing its parent's memory, not its
+     * descriptors) writes through a descriptor of its own and closes it. */
+    if (!log_fd_owner()) {
+      int fresh = open_log();
+      if (fresh >= 0) {
+        while (write(fresh, buf, len) < 0 && errno == EINTR) {
+        }
+        close(fresh);
+      }
+      return;
+    }
+    /* One thread opens it again, the others wait for it: a descriptor two threads opened, one of
+     * them closing its own, could be closed after the program put a file of its own on its number.
+     * Published before any write through it, so that the program's dup2 onto its number waits for
+     * the write; then written as above (checked again: the number may have been taken already). */
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&g_reopening, &expected, 1)) {
+      if (atomic_load(&g_fd) == fd) {
+        int fresh = open_log();
+        if (fresh < 0) {
+          atomic_store(&g_reopening, 0);
+          return;
+        }
+        atomic_store(&g_fd, fresh);
+      }
+      atomic_store(&g_reopening, 0);
+    } else {
+      sched_yield();
+    }
+  }
+}
+
+/* The program takes descriptor number fd (closes it, or puts another file on it): when it is the
+ * log's, the log gives it up, after the records being written through it are written. */
+static void yield(int first, int last) {
+  int fd = atomic_load(&g_fd);
+  if (fd < first || fd > last || fd < 0 || !log_fd_owner() || !atomic_compare_exchange_strong(&g_fd, &fd, -1)) {
+    return;
+  }
+  /* Two new generations, each waited out: a record begun in any earlier one (its slot is either
+   * parity) has ended, and one begun since loads -1. */
+  for (int flip = 0; flip < 2 && !t_writing; ++flip) {
+    const unsigned slot = atomic_fetch_add(&g_gen, 1u) & 1u;
+    for (int i = 0; i < k_yield_spins && atomic_load(&g_writers[slot]) != 0u; ++i) {
+      sched_yield();
+    }
+  }
+}
+
+/* ---- The program's calls that take a descriptor's number ------------------------------------ */
+
+EXPORT int close(int fd) {
+  REAL(CloseFn, close);
+  yield(fd, fd);
+  return fn != NULL ? fn(fd) : (errno = ENOSYS, -1);
+}
+
+EXPORT int dup2(int oldfd, int newfd) {
+  REAL(Dup2Fn, dup2);
+  if (oldfd != newfd) {
+    yield(newfd, newfd);
+  }
+  return fn != NULL ? fn(oldfd, newfd) : (errno = ENOSYS, -1);
+}
+
+EXPORT int dup3(int oldfd, int newfd, int flags) {
+  REAL(Dup3Fn, dup3);
+  if (oldfd != newfd) {
+    yield(newfd, newfd);
+  }
+  return fn != NULL ? fn(oldfd, newfd, flags) : (errno = ENOSYS, -1);
+}
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34)) /* both since 2.34 */
+EXPORT int close_range(unsigned first, unsigned last, int flags) {
+  REAL(CloseRangeFn, close_range);
+  if ((flags & CLOSE_RANGE_CLOEXEC) == 0) { /* only marking them close-on-exec takes nothing */
+    yield(first > (unsigned)__INT_MAX__ ? __INT_MAX__ : (int)first, last > (unsigned)__INT_MAX__ ? __INT_MAX__ : (int)last);
+  }
+  return fn != NULL ? fn(first, last, flags) : (errno = ENOSYS, -1);
+}
+
+EXPORT void closefrom(int lowfd) {
+  REAL(ClosefromFn, closefrom);
+  yield(lowfd < 0 ? 0 : lowfd, __INT_MAX__);
+  if (fn != NULL) {
+    fn(lowfd);
+  }
+}
+#endif
