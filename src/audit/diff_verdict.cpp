@@ -74,6 +74,11 @@ std::string varied_environment(const DiffResult& r) {
   return s;
 }
 
+// The manifest's "kind" of a run directory ("train", "exec"), "" for a bare log.
+std::string run_kind_of(const RunSide& side) {
+  return side.is_run_dir && side.manifest.is_object() ? side.manifest.value("kind", "") : "";
+}
+
 } // namespace
 
 // Both runs are data-parallel programs of other world sizes.
@@ -86,6 +91,21 @@ void set_verdict(DiffResult& r, const DiffOptions& opt, bool one_sided) {
   const long material = r.material_meta_count();
   r.identical = !d.found && material == 0;
   const bool sizes_differ = world_sizes_differ(r);
+  const std::string kind_a = run_kind_of(r.a), kind_b = run_kind_of(r.b);
+  if (!r.identical && !kind_a.empty() && !kind_b.empty() && kind_a != kind_b) {
+    // The kind is the one metadata line (manifest_diff.cpp); the step logs are still compared, as
+    // far as both go, and the headline says which comparison found what.
+    std::string steps = "their step records identical";
+    if (d.found && d.kind == DivergenceKind::ended_early) {
+      steps = fmt::format("one step log ended early ({})", d.detail.substr(0, d.detail.find(';')));
+    } else if (d.found) {
+      steps = fmt::format("their step records part at step {} ({})", d.step, d.classification());
+    } else if (sizes_differ) {
+      steps = "step logs not compared (other world sizes)";
+    }
+    r.verdict = fmt::format("DIFFERENT: runs of different kinds (A reprun {}, B reprun {}); {}", kind_a, kind_b, steps);
+    return;
+  }
   if (const std::string outputs = outputs_compared(r); !outputs.empty() && !d.found && !sizes_differ) {
     // No step records on either side: never "0 step records identical".
     if (r.identical) {

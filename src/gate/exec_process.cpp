@@ -357,8 +357,11 @@ double parse_time_limit(const std::string& text, const std::string& option) {
   const double v = std::strtod(text.c_str(), &end);
   const std::string unit = end ? std::string(end) : "";
   const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : 0;
-  if (text.empty() || end == text.c_str() || scale == 0 || !(v > 0) || v * scale > 1e9) {
+  if (text.empty() || end == text.c_str() || scale == 0 || !(v > 0) || !std::isfinite(v)) {
     throw Error(option + " " + text, "expected a duration such as 90, 90s, 20m or 2h (greater than 0)");
+  }
+  if (v * scale > 1e9) { // about 31 years: past what the timers take, and surely a typo
+    throw Error(option + " " + text, "too large: at most 1000000000s (about 31 years)");
   }
   return v * scale;
 }

@@ -123,6 +123,10 @@ expect_rc 0 "$REPRUN" train cfg-train.json -o "$T/builtin" -q
 NO_COLOR=1 expect_rc 1 "$REPRUN" diff "$T/builtin" "$T/d1/run-1"
 grep -q "^  1. the runs are of different kinds: A is a built-in trainer run (reprun train), B a program run by reprun exec" "$T/out" ||
   fail "(d) kinds: $(cat "$T/out")"
+# The headline says the runs are of different kinds first, then what their step logs gave (this
+# program's log holds no loss of the built-in trainer's: "run ended early" alone was false).
+grep -q "^DIFFERENT: runs of different kinds (A reprun train, B reprun exec); " "$T/out" ||
+  fail "(d) kinds headline: $(head -1 "$T/out")"
 [[ $(grep -c "^  [0-9]*\. " "$T/out") == 1 ]] || fail "(d) more than one cause: $(cat "$T/out")"
 
 # (e)

@@ -71,6 +71,8 @@ expect_error "^reprun: error: --nolocalize: unknown option of reprun exec \(did 
   "$REPRUN" exec --nolocalize sh -c 'exit 0'
 expect_error "^reprun: error: --time-limit 2x: expected a duration such as 90, 90s, 20m or 2h" \
   "$REPRUN" exec --time-limit 2x -- sh -c 'exit 0'
+expect_error "^reprun: error: --time-limit 10000000000h: too large: at most 1000000000s \(about 31 years\)$" \
+  "$REPRUN" exec --time-limit 10000000000h -- sh -c 'exit 0'
 
 # Only run-2 crashes, after 2 logged steps: the report still compares it with run-1 up to its
 # failure and shows the failure (there was nothing on stdout), and the exec exits 2.
