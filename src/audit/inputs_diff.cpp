@@ -451,6 +451,7 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
     }
   }
   std::vector<std::string> unread_same_size; // gone before a record read them, the same size in both
+  std::vector<std::string> stat_only_touched; // --stat-only: the same size, another time
   for (const auto& path : paths) {
     const auto ia = fa.find(path), ib = fb.find(path);
     const InputFile* x = ia == fa.end() ? nullptr : &ia->second;
@@ -575,6 +576,9 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
                              y->existed ? "existed" : "did not exist");
     } else if (x->stat_only || y->stat_only) {
       if (x->size == y->size) {
+        if (x->mtime_ns != y->mtime_ns) {
+          stat_only_touched.push_back(path); // said in a note: its bytes may differ
+        }
         continue; // sizes and times only: equal sizes are all that can be said
       }
       d.a = std::to_string(x->size);
@@ -602,6 +606,12 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       }
     }
     r.meta.push_back(std::move(d));
+  }
+  if (!stat_only_touched.empty()) {
+    r.notes.push_back(fmt::format("{} {} recorded by size and time only (--stat-only): the same size in both runs, "
+                                  "modified at other times; {} bytes were not compared",
+                                  name_list(stat_only_touched, 3), stat_only_touched.size() == 1 ? "was" : "were",
+                                  stat_only_touched.size() == 1 ? "its" : "their"));
   }
   if (!unread_same_size.empty()) {
     r.notes.push_back(fmt::format("{} not compared: gone before reprun read {} after the run (the program removed {}), "

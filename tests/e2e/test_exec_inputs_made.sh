@@ -7,7 +7,8 @@
 #  (c) the cache made again by someone else, with other bytes: diff exits 1, the first difference and
 #      the first cause name cache.txt (A wrote it, B read other bytes: the line that changed);
 #  (d) the record keeps the state each run left its written files in ("left": size, time, content);
-#  (e) under --stat-only, the cache is matched by its size and time;
+#  (e) under --stat-only, the cache is matched by its size and time; a data file there rewritten with
+#      as many bytes is no difference, and a note says its bytes were not compared;
 #  (f) a folder the first run fills (a download, unpacked) and then lists: the next run, which finds
 #      the files there, lists what the first one made: no difference (before: "a folder of 0 -> 3
 #      entries: 3 added"); a file added there since is counted;
@@ -95,6 +96,18 @@ expect_rc 0 "$REPRUN" exec -o "$T/SB" --runs 1 -q --stat-only . -- "$PY" prep.py
 expect_rc 0 "$REPRUN" diff "$T/SA/run-1" "$T/SB/run-1"
 grep -qF 'inputs.files.cache.txt: written -> read (B read the file A wrote: the same size and time (its content was not read after the run))' "$T/out" ||
   fail "(e) $(cat "$T/out")"
+# A data file under --stat-only rewritten with as many bytes: no difference can be shown, but the
+# other time is said (before: a plain IDENTICAL); unchanged, no note.
+mkdir -p st && printf 'abc\n' >st/d.txt && touch -d '2020-01-01 00:00:00' st/d.txt
+expect_rc 0 "$REPRUN" exec -o "$T/SC" --runs 1 -q --stat-only st -- wc -c st/d.txt
+expect_rc 0 "$REPRUN" exec -o "$T/SD" --runs 1 -q --stat-only st -- wc -c st/d.txt
+expect_rc 0 "$REPRUN" diff "$T/SC/run-1" "$T/SD/run-1"
+grep -q 'stat-only' "$T/out" && fail "(e) unchanged --stat-only file noted: $(cat "$T/out")"
+printf 'xyz\n' >st/d.txt
+expect_rc 0 "$REPRUN" exec -o "$T/SE" --runs 1 -q --stat-only st -- wc -c st/d.txt
+expect_rc 0 "$REPRUN" diff "$T/SC/run-1" "$T/SE/run-1"
+grep -qF 'st/d.txt was recorded by size and time only (--stat-only): the same size in both runs, modified at other times; its bytes were not compared' "$T/out" ||
+  fail "(e) same size, other time: $(cat "$T/out")"
 
 # (f) a folder filled, then listed.
 cat >get.py <<'PYSRC'
