@@ -547,12 +547,20 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
                                 name_list(removed, 3));
       }
     } else if (x->hashed && y->hashed) {
-      if (x->content.sha256 == y->content.sha256) {
+      const bool rewritten = x->changed_while_running || y->changed_while_running;
+      const bool same_left = x->content.sha256 == y->content.sha256;
+      if (same_left && !(rewritten && x->size != y->size)) {
         continue; // the same bytes, whatever its time (rewritten with the same bytes is no change)
       }
-      d.a = x->content.sha256;
-      d.b = y->content.sha256;
-      if (x->code_copy >= 0 && y->code_copy >= 0) { // code, or a configuration file among the data
+      d.a = same_left ? std::to_string(x->size) : x->content.sha256;
+      d.b = same_left ? std::to_string(y->size) : y->content.sha256;
+      if (same_left) {
+        // Left the same, read at other sizes: a program that empties or rewrites its own input
+        // (the next run reads what the last one left).
+        d.detail = fmt::format("{} -> {} bytes at the first open; each run left the same bytes (the program rewrote it "
+                               "after reading it)",
+                               grouped(static_cast<long long>(x->size)), grouped(static_cast<long long>(y->size)));
+      } else if (x->code_copy >= 0 && y->code_copy >= 0) { // code, or a configuration file among the data
         std::string where;
         const std::string ca = da.read_code_copy(x->code_copy), cb = db.read_code_copy(y->code_copy);
         d.lines = changed_lines(ca, cb, 6, where);
@@ -566,7 +574,7 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       }
       // Opened for writing too (r+, a database, a memmap) says nothing by itself: only a state after
       // the run other than at the first open says the digest is of what the program left.
-      if (x->changed_while_running || y->changed_while_running) {
+      if (rewritten && !same_left) {
         d.detail += " (as each run left it: the program rewrote it after reading it)";
       }
     } else if (x->existed != y->existed) {

@@ -21,7 +21,9 @@
 #  (h) the data beside the working directory, named by a path going up (cd proj/src; python3
 #      train.py reads ../data/t.csv): data (before: "other", not compared, and the diff of a changed
 #      table said "not deterministic"); two checkouts of the project diff to exit 0; a row appended
-#      is named; ../.cache beside it stays other.
+#      is named; ../.cache beside it stays other;
+#  (i) a program that empties its own input after reading it: each run leaves the same (empty) file,
+#      but the next run read 0 bytes where the first read 21: named (before: exit 0, IDENTICAL).
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 [[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
@@ -186,5 +188,18 @@ expect_rc 1 "$REPRUN" diff h/p1/src/A/run-1 h/p2/src/C/run-1
 grep -qF "[dataset] ../data/t.csv: 20 -> 21 lines; the first 20 are identical (1 appended)" "$T/out" ||
   fail "(h) a row appended to ../data/t.csv: $(cat "$T/out")"
 grep -qF "1. the training data changed" "$T/out" || fail "(h) the cause: $(cat "$T/out")"
+
+# (i) data.txt read, then emptied by the program.
+mkdir i && cd i
+seq 1 10 >data.txt
+printf 'n = len(open("data.txt").read().splitlines())\nopen("data.txt", "w").close()\nprint("ok")\n' >t.py
+record A "$PY" t.py
+record B "$PY" t.py
+expect_rc 1 "$REPRUN" diff A/run-1 B/run-1
+grep -qF "[dataset] data.txt: 21 -> 0 bytes at the first open; each run left the same bytes (the program rewrote it after reading it)" "$T/out" ||
+  fail "(i) an input the program emptied: $(cat "$T/out")"
+record C "$PY" t.py
+expect_rc 0 "$REPRUN" diff B/run-1 C/run-1
+cd "$T"
 
 pass
