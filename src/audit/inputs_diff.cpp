@@ -23,11 +23,15 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string grouped(long long n) {
-  std::string s = std::to_string(n < 0 ? -n : n);
-  for (int at = static_cast<int>(s.size()) - 3; at > 0; at -= 3) {
-    s.insert(static_cast<size_t>(at), ",");
+  const std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string s = n < 0 ? "-" : "";
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) {
+      s += ',';
+    }
+    s += digits[i];
   }
-  return n < 0 ? "-" + s : s;
+  return s;
 }
 
 // A key prefix: "inputs" covers "inputs.files.x", and a folder covers its files ("inputs.files.samples"

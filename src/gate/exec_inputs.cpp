@@ -68,6 +68,17 @@ std::vector<std::string> own_dirs(const ExecPlan& plan, const RunDir& run) {
   return dirs;
 }
 
+// "512 KB", "3.2 MB", "3,072 MB": the progress line's amounts.
+std::string size_text(uint64_t bytes) {
+  if (bytes < (1u << 20)) {
+    return fmt::format("{} KB", (bytes + 1023) >> 10);
+  }
+  if (bytes < (100u << 20)) {
+    return fmt::format("{:.1f} MB", static_cast<double>(bytes) / (1 << 20));
+  }
+  return fmt::format("{} MB", bytes >> 20);
+}
+
 } // namespace
 
 ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, int64_t started_ns, std::optional<LogFacts>& facts,
@@ -130,11 +141,13 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, int64_t started
   HashOptions ho;
   opt.cache_dir = fs::path(hash_cache_file(ho)).parent_path().string();
   if (::isatty(2) == 1 && plan.opt.on_note) {
-    opt.progress = [&](uint64_t done, uint64_t total) {
-      std::cerr << fmt::format("\rreprun exec: fingerprinting what the program read: {} of {} MB", done >> 20, total >> 20)
+    opt.progress = [&](uint64_t files_done, uint64_t files, uint64_t done, uint64_t total) {
+      std::cerr << fmt::format("\rreprun exec: fingerprinting what the program read: {} of {} files, {} of {}  ",
+                               files_done, files, size_text(done), size_text(total))
                 << std::flush;
     };
   }
+  opt.stop = plan.opt.stop;
   const InputsRecord r = record_inputs(log, opt, [&](long index, const std::string& text, bool owner_only) {
     const std::string path = run.code_copy_path(static_cast<size_t>(index));
     write_file_atomic(path, text);
@@ -144,6 +157,16 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, int64_t started
   });
   if (opt.progress) {
     std::cerr << "\n";
+  }
+  if (r.interrupted) {
+    // Ctrl-C after the program ended, while its files were read: the run is kept, its record of what
+    // the program read is not (a part would compare as files "read by A only").
+    for (const RunDir& d : dirs) {
+      std::error_code ec;
+      fs::remove(d.file(RunFile::files_log), ec);
+      fs::remove(d.file(RunFile::py_files_log), ec);
+    }
+    return ojson{{"recorded", false}, {"why", "interrupted (Ctrl-C) while reprun fingerprinted what the program read"}};
   }
   std::string lines;
   lines.reserve(r.files.size() * 512); // a data file's line is some 400 bytes: one allocation, not a dozen copies

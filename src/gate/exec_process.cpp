@@ -274,6 +274,12 @@ void stop_if_interrupted(const ExecPlan& plan, const RunInProgress& r, const Pro
   if (!pr.stopped && !(plan.opt.stop && plan.opt.stop->load())) {
     return;
   }
+  if (!pr.stopped) { // the program had ended: reprun was reading what it read
+    throw Error(fmt::format("{} had ended ({}); reprun was fingerprinting what it read: the run is kept without that "
+                            "record",
+                            r.label, plan.command),
+                ExitCode::interrupted);
+  }
   throw Error(fmt::format("{} was running ({}); it was ended with every process it started", r.label, plan.command),
               ExitCode::interrupted);
 }

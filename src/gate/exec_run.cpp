@@ -6,6 +6,7 @@
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/core/hash.hpp"
+#include "reprun/meta/fingerprint.hpp"
 #include "reprun/meta/snapshot.hpp"
 #include "reprun/meta/world.hpp"
 #include "reprun/record/step_record.hpp"
@@ -344,8 +345,12 @@ ExecPlan plan_exec(const ExecOptions& opt, const World& world) {
   if (plan.resume.empty() && !opt.resume_args.empty()) {
     throw Error("--resume-arg", "is for a resumed process: give --vary resume=N");
   }
-  // Argument files (the script itself, a config): hashed once, before the runs. An option that
-  // names a file after "=" (--config=cfg.json) names a file too.
+  // Argument files (the script itself, a config, a data set): hashed once, before the runs, through
+  // the hash cache (a data file named in the arguments is not read again at every exec). An option
+  // that names a file after "=" (--config=cfg.json) names a file too.
+  HashOptions argv_hash;
+  argv_hash.follow_symlinks = true; // the file the program will read
+  argv_hash.threads = 1;
   for (size_t i = 0; i < opt.argv.size(); ++i) {
     std::error_code ec;
     const std::string& arg = opt.argv[i];
@@ -354,7 +359,8 @@ ExecPlan plan_exec(const ExecOptions& opt, const World& world) {
     const std::string named = option ? arg.substr(eq + 1) : arg;
     const std::string path = i == 0 ? plan.exe : named;
     if (fs::is_regular_file(path, ec)) {
-      plan.argv_files.push_back({{"index", i}, {"path", named}, {"sha256", sha256_file(path)}});
+      const HashResult h = hash_files({path}, {named}, argv_hash);
+      plan.argv_files.push_back({{"index", i}, {"path", named}, {"sha256", h.entries.at(0).sha256}});
       if (option) {
         plan.argv_files.back()["option"] = arg.substr(0, eq);
       }

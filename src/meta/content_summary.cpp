@@ -24,7 +24,17 @@ constexpr size_t k_max_blocks = 4096;          // block sizes double until a fil
 constexpr size_t k_tail_lines = 8192;          // the last lines digested one by one (all of a smaller file)
 
 // Reads `path` once: its SHA-256 and its blocks.
-ContentSummary summarize_fd(int fd, const std::string& path, uint64_t size) {
+// Each read's bytes told to `watch`; a stop set ends the reading (Error "interrupted").
+void note_read(const ReadWatch& watch, const std::string& path, ssize_t got) {
+  if (watch.done != nullptr && got > 0) {
+    watch.done->fetch_add(static_cast<uint64_t>(got), std::memory_order_relaxed);
+  }
+  if (watch.stop != nullptr && watch.stop->load(std::memory_order_relaxed)) {
+    throw Error(path, "interrupted while reprun read it");
+  }
+}
+
+ContentSummary summarize_fd(int fd, const std::string& path, uint64_t size, const ReadWatch& watch) {
   ContentSummary s;
   s.size = size;
   Sha256 sha;
@@ -42,6 +52,7 @@ ContentSummary summarize_fd(int fd, const std::string& path, uint64_t size) {
     bool open_line = false;
     uint64_t off = 0;
     while ((got = ::pread(fd, buf.data(), buf.size(), static_cast<off_t>(off))) > 0) {
+      note_read(watch, path, got);
       sha.update(buf.data(), static_cast<size_t>(got));
       size_t start = 0;
       for (size_t i = 0; i < static_cast<size_t>(got); ++i) {
@@ -87,6 +98,7 @@ ContentSummary summarize_fd(int fd, const std::string& path, uint64_t size) {
     Xxh3Stream block;
     uint64_t in_block = 0, off = 0;
     while ((got = ::pread(fd, buf.data(), buf.size(), static_cast<off_t>(off))) > 0) {
+      note_read(watch, path, got);
       sha.update(buf.data(), static_cast<size_t>(got));
       size_t i = 0;
       while (i < static_cast<size_t>(got)) {
@@ -115,7 +127,7 @@ ContentSummary summarize_fd(int fd, const std::string& path, uint64_t size) {
 
 } // namespace
 
-ContentSummary summarize_content(const std::string& path) {
+ContentSummary summarize_content(const std::string& path, const ReadWatch& watch) {
   // A data set is often a symbolic link to a disk elsewhere: followed. O_NONBLOCK: a FIFO put in the
   // file's place since it was looked at must not block the open (it is refused below).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -128,7 +140,7 @@ ContentSummary summarize_content(const std::string& path) {
     throw Error(path, "not a regular file");
   }
   try {
-    ContentSummary s = summarize_fd(fd, path, static_cast<uint64_t>(st.st_size));
+    ContentSummary s = summarize_fd(fd, path, static_cast<uint64_t>(st.st_size), watch);
     ::close(fd);
     return s;
   } catch (...) {

@@ -552,11 +552,22 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   for (const Seen* s : to_hash) {
     total += s->f.size;
   }
-  std::atomic<uint64_t> done{0};
-  auto count_done = [&](uint64_t bytes) { // for the progress line alone: no shared counter without one
+  // The progress line's counts: bytes of the files done, and each worker's bytes read so far in the
+  // file it is reading (a large file moves the line too); files done. Counted only with a line to show.
+  const size_t jobs = to_hash.size() + left_to_hash.size();
+  const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int workers = std::min<int>(threads, std::max<int>(1, static_cast<int>(jobs)));
+  std::atomic<uint64_t> done{0}, files_done{0};
+  const std::unique_ptr<std::atomic<uint64_t>[]> reading(new std::atomic<uint64_t>[static_cast<size_t>(workers)]());
+  auto count_done = [&](uint64_t bytes, int worker) {
     if (opt.progress) {
       done.fetch_add(bytes, std::memory_order_relaxed);
+      files_done.fetch_add(1, std::memory_order_relaxed);
+      reading[static_cast<size_t>(worker)].store(0, std::memory_order_relaxed);
     }
+  };
+  auto watch_for = [&](int worker) {
+    return ReadWatch{opt.progress ? &reading[static_cast<size_t>(worker)] : nullptr, opt.stop};
   };
   std::atomic<bool> finished{false};
   std::thread progress;
@@ -566,7 +577,11 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       while (!finished.load()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         if (std::chrono::steady_clock::now() >= next && !finished.load()) {
-          opt.progress(done.load(), total);
+          uint64_t now = done.load();
+          for (int w = 0; w < workers; ++w) {
+            now += reading[static_cast<size_t>(w)].load();
+          }
+          opt.progress(files_done.load(), jobs, std::min(now, total), total);
           next += std::chrono::seconds(1);
         }
       }
@@ -590,13 +605,13 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   }
   // The summary of `path` in the state `st`: from the cache, or read (and kept in the cache when the
   // file did not change while it was read). Throws Error naming an unreadable file.
-  auto fingerprint = [&](const std::string& path, const struct stat& st, ContentSummary& out) {
+  auto fingerprint = [&](const std::string& path, const struct stat& st, ContentSummary& out, const ReadWatch& watch) {
     const bool small = static_cast<uint64_t>(st.st_size) < k_content_cache_min;
     const std::string_view folder = small ? parent_of(path) : std::string_view();
     if (small ? folders.lookup(folder, st, out) : content_cache_lookup(cache_dir, st, out)) {
       return;
     }
-    out = summarize_content(path);
+    out = summarize_content(path, watch);
     struct stat after {};
     if (::stat(path.c_str(), &after) == 0 && same_state(st, after)) { // unchanged while it was read
       if (small) {
@@ -635,21 +650,22 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     return d != folder_fds.end() ? ::fstatat(d->second, path.c_str() + folder.size() + 1, &st, 0)
                                  : ::stat(path.c_str(), &st);
   };
-  const size_t jobs = to_hash.size() + left_to_hash.size();
-  const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  ThreadPool pool(std::min<int>(threads, std::max<int>(1, static_cast<int>(jobs))));
-  pool.parallel_for(static_cast<int>(jobs), [&](int i, int) {
+  ThreadPool pool(workers);
+  pool.parallel_for(static_cast<int>(jobs), [&](int i, int worker) {
+    if (opt.stop != nullptr && opt.stop->load(std::memory_order_relaxed)) {
+      return; // interrupted: the record is not whole, and says so
+    }
     if (static_cast<size_t>(i) >= to_hash.size()) {
       const auto& [s, st] = left_to_hash[static_cast<size_t>(i) - to_hash.size()];
       auto left = std::make_shared<LeftFile>(*s->f.left);
       try {
-        fingerprint(s->f.path, st, left->content);
+        fingerprint(s->f.path, st, left->content, watch_for(worker));
         left->hashed = true;
         s->f.left = std::move(left);
       } catch (const Error&) {
         // gone or unreadable since: its size and time say what can be said
       }
-      count_done(st.st_size);
+      count_done(st.st_size, worker);
       return;
     }
     struct stat st {};
@@ -671,16 +687,16 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     f.changed_while_running = f.mtime_ns != 0 && (static_cast<uint64_t>(st.st_size) != f.size || mtime != f.mtime_ns);
     if (f.stat_only) {
       f.size = static_cast<uint64_t>(st.st_size);
-      count_done(f.size);
+      count_done(f.size, worker);
       return;
     }
     try {
-      fingerprint(f.path, st, f.content);
+      fingerprint(f.path, st, f.content, watch_for(worker));
       f.hashed = true;
     } catch (const Error& e) {
       f.note = e.what();
     }
-    count_done(f.size);
+    count_done(f.size, worker);
   });
   for (const auto& [folder, fd] : folder_fds) {
     ::close(fd);
@@ -689,6 +705,11 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   finished = true;
   if (progress.joinable()) {
     progress.join();
+  }
+  if (opt.stop != nullptr && opt.stop->load()) {
+    InputsRecord cut;
+    cut.interrupted = true;
+    return cut;
   }
   // Code, and configuration files among the data: keep their text, for a diff to show the changed
   // lines (numbered in the order of the paths).

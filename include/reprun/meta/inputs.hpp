@@ -21,6 +21,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -98,6 +99,7 @@ struct InputsRecord {
   long processes = 0;                // processes that loaded the preload library
   long skipped_lines = 0;
   std::vector<std::string> notes;
+  bool interrupted = false;          // InputsOptions::stop was set: the record is not whole
 };
 
 struct InputsOptions {
@@ -112,8 +114,18 @@ struct InputsOptions {
   int64_t started_ns = 0;                    // a file system time taken before the program started (0: unknown)
   size_t code_cap = 1 << 20;                 // the longest code file whose text is kept
   int threads = 0;
-  // Called about every second while files are hashed: bytes done and to do (a progress line).
-  std::function<void(uint64_t done, uint64_t total)> progress;
+  // Called about every second while files are hashed: files and bytes done and to do (a progress
+  // line); bytes count as they are read, inside a large file too.
+  std::function<void(uint64_t files_done, uint64_t files, uint64_t done, uint64_t total)> progress;
+  // Set (by a Ctrl-C): the fingerprinting stops within a read and the record says it was interrupted.
+  const std::atomic<bool>* stop = nullptr;
+};
+
+// What a reader of a file's bytes is told (summarize_content): bytes read, added as they are read;
+// a stop, checked at each read (an Error "interrupted" then).
+struct ReadWatch {
+  std::atomic<uint64_t>* done = nullptr;
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // Classifies and fingerprints what `log` says the program opened. `keep_code(index, text,
@@ -125,7 +137,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
                            const std::function<void(long index, const std::string& text, bool owner_only)>& keep_code);
 
 // Fingerprints one file's content (blocks sized for it); throws Error naming an unreadable file.
-ContentSummary summarize_content(const std::string& path);
+ContentSummary summarize_content(const std::string& path, const ReadWatch& watch = {});
 
 // The manifest's "inputs" section (counted files, folders, counts, unrecorded processes) and one
 // inputs.jsonl line per file; and back.
