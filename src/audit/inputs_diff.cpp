@@ -480,15 +480,18 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       // A reader that rewrote the file (a history it appends to) was fingerprinted as it left it:
       // what it read is known by the size and time at its first open, which are what the maker left.
       const bool rewritten = any.written || any.changed_while_running;
+      // What changed is said from A to B, as for every other file, whichever run wrote it.
+      const bool a_wrote = !x;
       if (left.hashed && any.hashed && !rewritten) {
         same = left.content.sha256 == any.content.sha256;
-        how = same ? "the same bytes" : describe_content_change(left.content, any.content);
+        how = same ? "the same bytes"
+                   : describe_content_change(a_wrote ? left.content : any.content, a_wrote ? any.content : left.content);
       } else {
         same = any.existed && left.size == any.size && left.mtime_ns == any.mtime_ns;
         how = same ? (rewritten ? fmt::format("the same size and time at {}'s first open ({} rewrote it)", reader, reader)
                                 : "the same size and time (its content was not read after the run)")
-                   : fmt::format("{} -> {} bytes", grouped(static_cast<long long>(left.size)),
-                                 grouped(static_cast<long long>(any.size)));
+                   : fmt::format("{} -> {} bytes", grouped(static_cast<long long>(a_wrote ? left.size : any.size)),
+                                 grouped(static_cast<long long>(a_wrote ? any.size : left.size)));
       }
       if (same) {
         d.kind = MetaDelta::Kind::informational;

@@ -5,7 +5,8 @@
 #  (b) a reference run that made the cache and a later run that read it: diff exits 0, saying that
 #      B read the file A wrote (the same bytes) and that B read it instead of raw.csv;
 #  (c) the cache made again by someone else, with other bytes: diff exits 1, the first difference and
-#      the first cause name cache.txt (A wrote it, B read other bytes: the line that changed);
+#      the first cause name cache.txt (A wrote it, B read other bytes: the line that changed); what
+#      changed is said from A to B also when B is the writer;
 #  (d) the record keeps the state each run left its written files in ("left": size, time, content);
 #  (e) under --stat-only, the cache is matched by its size and time; a data file there rewritten with
 #      as many bytes is no difference, and a note says its bytes were not compared;
@@ -86,6 +87,18 @@ first_meta "$T/out" | grep -qF '[dataset] cache.txt: A wrote it and B read other
 first_cause "$T/out" | grep -qF 'the training data changed (cache.txt: A wrote it and B read other bytes' ||
   fail "(c) first cause: $(cat "$T/out")"
 grep -q 'raw.csv: read by A only' "$T/out" || fail "(c) raw.csv, read by A only, counted: $(cat "$T/out")"
+# What changed is said from A to B whichever run wrote it (before, from the writer to the reader:
+# a cache that grew in B was "4 -> 3 lines" when B wrote it).
+printf '1.0 2.0\n2.0 4.0\n3.0 6.5\n' >cache.txt
+expect_rc 0 "$REPRUN" exec -o "$T/C3" --runs 1 -q -- "$PY" prep.py
+rm cache.txt
+expect_rc 0 "$REPRUN" exec -o "$T/C4" --runs 1 -q -- "$PY" prep.py
+expect_rc 1 "$REPRUN" diff "$T/C3/run-1" "$T/C4/run-1"
+first_meta "$T/out" | grep -qF '[dataset] cache.txt: B wrote it and A read other bytes: 3 -> 4 lines; the first 3 are identical (1 appended)' ||
+  fail "(c) B the writer: $(cat "$T/out")"
+expect_rc 1 "$REPRUN" diff "$T/C4/run-1" "$T/C3/run-1"
+first_meta "$T/out" | grep -qF '[dataset] cache.txt: A wrote it and B read other bytes: 4 -> 3 lines' ||
+  fail "(c) A the writer: $(cat "$T/out")"
 
 # (e) --stat-only: the cache's size and time, never its content.
 rm -f cache.txt
