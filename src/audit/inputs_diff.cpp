@@ -12,7 +12,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <tuple>
 
 namespace reprun {
@@ -39,15 +38,6 @@ std::string grouped(long long n) {
 bool has_prefix(const std::string& key, const std::string& p) {
   return key == p || (key.size() > p.size() && key.compare(0, p.size(), p) == 0 &&
                       (key[p.size()] == '.' || (key[p.size()] == '/' && p.rfind("inputs.files.", 0) == 0)));
-}
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) {
-    out.push_back(l);
-  }
-  return out;
 }
 
 std::string name_list(const std::vector<std::string>& v, size_t most) {
@@ -163,32 +153,6 @@ std::string input_changed_between(const DiffResult& r) {
     }
   }
   return "";
-}
-
-std::string changed_lines(const std::string& a, const std::string& b, size_t most, std::string& summary) {
-  const auto la = split_lines(a), lb = split_lines(b);
-  size_t pre = 0;
-  while (pre < la.size() && pre < lb.size() && la[pre] == lb[pre]) {
-    ++pre;
-  }
-  size_t suf = 0;
-  while (suf < la.size() - pre && suf < lb.size() - pre && la[la.size() - 1 - suf] == lb[lb.size() - 1 - suf]) {
-    ++suf;
-  }
-  const size_t na = la.size() - pre - suf, nb = lb.size() - pre - suf;
-  const size_t span = std::max<size_t>(std::max(na, nb), 1);
-  summary = span == 1 ? fmt::format("line {}", pre + 1) : fmt::format("lines {}-{}", pre + 1, pre + span);
-  std::string out;
-  for (size_t i = 0; i < na && i < most; ++i) {
-    out += fmt::format("{:>5} - {}\n", pre + 1 + i, la[pre + i]);
-  }
-  for (size_t i = 0; i < nb && i < most; ++i) {
-    out += fmt::format("{:>5} + {}\n", pre + 1 + i, lb[pre + i]);
-  }
-  if (na > most || nb > most) {
-    out += "      ...\n";
-  }
-  return out;
 }
 
 namespace {
@@ -575,7 +539,7 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
         // then the digests of the lines say which changed, as they do for a configuration file
         // among the data (its lines shown beside: "line 1 changed (1 line in both)").
         const bool redacted = ca.find(k_redacted_value) != std::string::npos || cb.find(k_redacted_value) != std::string::npos;
-        d.detail = redacted || any.cls != "code" ? describe_content_change(x->content, y->content) : where + " changed";
+        d.detail = redacted || any.cls != "code" ? describe_content_change(x->content, y->content) : where;
       } else {
         d.detail = describe_content_change(x->content, y->content);
       }

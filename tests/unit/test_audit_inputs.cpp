@@ -69,6 +69,47 @@ TEST_CASE("Inputs: what changed in a text file is said from its digests") {
         "20,000 -> 20,000 lines; the first difference is in lines 1-64");
 }
 
+TEST_CASE("Inputs: a code file's changed lines, each place apart") {
+  std::string a;
+  for (int i = 0; i < 40; ++i) {
+    a += "V" + std::to_string(i) + " = " + std::to_string(i) + "\n";
+  }
+  std::string where;
+  // Lines 1 and 31 changed: two places, the unchanged lines between never shown (was "lines 1-31").
+  std::string b = a;
+  b.replace(b.find("V0 = 0"), 6, "V0 = 7");
+  b.replace(b.find("V30 = 30"), 8, "V30 = 37");
+  CHECK(changed_lines(a, b, 6, where) == "    1 - V0 = 0\n    1 + V0 = 7\n   31 - V30 = 30\n   31 + V30 = 37\n");
+  CHECK(where == "lines 1 and 31 changed");
+  // One line inserted at the top: added, numbered in B; one removed: numbered in A.
+  CHECK(changed_lines(a, "import os\n" + a, 6, where) == "    1 + import os\n");
+  CHECK(where == "line 1 added");
+  std::string c = a;
+  c.erase(c.find("V5 = 5\n"), 7);
+  CHECK(changed_lines(a, c, 6, where) == "    6 - V5 = 5\n");
+  CHECK(where == "line 6 removed");
+  // Of several kinds, each said; a span of lines as a range.
+  std::string d = "# top\n" + a;
+  d.replace(d.find("V10 = 10\nV11 = 11\n"), 18, "V10 = 1\nV11 = 1\n");
+  CHECK(changed_lines(a, d, 6, where) == "    1 + # top\n   11 - V10 = 10\n   12 - V11 = 11\n   12 + V10 = 1\n   13 + V11 = 1\n");
+  CHECK(where == "line 1 added, lines 11-12 changed");
+  // Many places: four named, three shown.
+  std::string e = a;
+  for (const char* v : {"V2 = 2", "V8 = 8", "V14 = 14", "V20 = 20", "V26 = 26", "V32 = 32"}) {
+    e.replace(e.find(v), std::string(v).size(), std::string(v) + "0");
+  }
+  const std::string shown = changed_lines(a, e, 6, where);
+  CHECK(where == "lines 3, 9, 15, 21 and 2 more places changed");
+  CHECK(shown.find("   15 + V14 = 140\n") != std::string::npos);
+  CHECK(shown.find("V20") == std::string::npos);
+  CHECK(shown.find("      ... (3 more places)\n") != std::string::npos);
+  // One line changed, as before.
+  std::string f = a;
+  f.replace(f.find("V7 = 7"), 6, "V7 = 0");
+  changed_lines(a, f, 6, where);
+  CHECK(where == "line 8 changed");
+}
+
 TEST_CASE("Inputs: the files two runs read differently, and a file that changed between them") {
   DiffResult r;
   r.meta.push_back(input_delta("sa/x.pt", "read", "(not read)", "read by A only (python3 (load.py:5))"));

@@ -30,8 +30,10 @@ struct ContentSummary;
 // "1,500 -> 1,520 lines; the first 1,500 are identical (20 appended)", for two summaries that differ.
 std::string describe_content_change(const ContentSummary& a, const ContentSummary& b);
 
-// The changed lines of two texts: "line 7: - lr = 0.01 / + lr = 0.03"-like lines for a report, at most
-// `most` lines of each side; `summary` receives "line 7" or "lines 7-9".
+// The changed lines of two texts: "    7 - lr = 0.01" / "    7 + lr = 0.03" lines for a report, each
+// place where they differ apart (the first three places, at most `most` lines of each side there);
+// `summary` receives where and what: "line 7 changed", "lines 1 and 31 changed", "line 1 added, line
+// 9 changed".
 std::string changed_lines(const std::string& a, const std::string& b, size_t most, std::string& summary);
 
 } // namespace reprun
