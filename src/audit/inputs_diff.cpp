@@ -520,6 +520,21 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
     } else if (x->hashed && y->hashed) {
       const bool rewritten = x->changed_while_running || y->changed_while_running;
       const bool same_left = x->content.sha256 == y->content.sha256;
+      // Both read it and rewrote it (a history each run appends to): one read it as the other left it.
+      auto read_left = [](const InputFile& reader, const InputFile& writer) {
+        return writer.left && reader.existed && reader.size == writer.left->size && reader.mtime_ns == writer.left->mtime_ns;
+      };
+      if (!same_left && (read_left(*y, *x) || read_left(*x, *y))) {
+        const bool b_reader = read_left(*y, *x);
+        d.kind = MetaDelta::Kind::informational;
+        d.a = fmt::format("{} bytes", grouped(static_cast<long long>(x->size))); // at the first open
+        d.b = fmt::format("{} bytes", grouped(static_cast<long long>(y->size)));
+        d.why = fmt::format("{} read the file as {} left it: the same size and time at {}'s first open (each run "
+                            "rewrote it)",
+                            b_reader ? "B" : "A", b_reader ? "A" : "B", b_reader ? "B" : "A");
+        r.meta.push_back(std::move(d));
+        continue;
+      }
       if (same_left && !(rewritten && x->size != y->size)) {
         continue; // the same bytes, whatever its time (rewritten with the same bytes is no change)
       }

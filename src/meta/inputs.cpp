@@ -685,6 +685,14 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     }
     const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
     f.changed_while_running = f.mtime_ns != 0 && (static_cast<uint64_t>(st.st_size) != f.size || mtime != f.mtime_ns);
+    if (f.changed_while_running && f.written) {
+      // Read, then rewritten (a history the program appends to): the state it was left in, by which
+      // a later run that reads it is matched (its content is the record's own, of this state).
+      auto left = std::make_shared<LeftFile>();
+      left->size = static_cast<uint64_t>(st.st_size);
+      left->mtime_ns = mtime;
+      f.left = std::move(left);
+    }
     if (f.stat_only) {
       f.size = static_cast<uint64_t>(st.st_size);
       count_done(f.size, worker);

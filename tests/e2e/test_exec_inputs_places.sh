@@ -24,8 +24,8 @@
 #  (j) a configuration file the script reads (configs/train.yaml, the learning rate changed): data,
 #      with the changed lines shown as for code;
 #  (k) a history file the program reads and rewrites (results.json): a later run read what the
-#      earlier one left, no difference; two runs that both rewrote it are compared as each left it,
-#      and the report says so;
+#      earlier one left, no difference, also when both rewrote it; two runs that both rewrote it,
+#      with the file edited between them, are compared as each left it, and the report says so;
 #  (l) a queue folder listed and emptied by the program, against a run that left it full: the
 #      listing holds what the program read there, no difference;
 #  (m) a Python script with no extension and no "#!" line (python3 train): code;
@@ -200,9 +200,19 @@ record C "$PY" t.py
 expect_rc 0 "$REPRUN" diff A/run-1 B/run-1
 grep -qF "inputs.files.results.json: written -> read (B read the file A wrote: the same size and time at B's first open (B rewrote it))" "$T/out" ||
   fail "(k) the history A left, read by B: $(cat "$T/out")"
-expect_rc 1 "$REPRUN" diff B/run-1 C/run-1
+# C read what B left, though both rewrote it: no difference either (before: "line 1 changed", exit 1,
+# every run from the third on against the one before it).
+expect_rc 0 "$REPRUN" diff B/run-1 C/run-1
+grep -qF "inputs.files.results.json: 3 bytes -> 6 bytes (B read the file as A left it: the same size and time at B's first open (each run rewrote it))" "$T/out" ||
+  fail "(k) the history B left, read by C: $(cat "$T/out")"
+expect_rc 0 "$REPRUN" diff C/run-1 B/run-1
+grep -qF "(A read the file as B left it" "$T/out" || fail "(k) C against B: $(cat "$T/out")"
+# Edited between two runs that both rewrite it: D did not read what C left.
+printf '[7, 7, 7]' >results.json
+record D "$PY" t.py
+expect_rc 1 "$REPRUN" diff C/run-1 D/run-1
 grep -qF "[dataset] results.json: line 1 changed (1 line in both) (as each run left it: the program rewrote it after reading it)" "$T/out" ||
-  fail "(k) two runs that rewrote the history: $(cat "$T/out")"
+  fail "(k) two runs that rewrote the history, edited between them: $(cat "$T/out")"
 cd "$T"
 
 # (l) queue/ consumed by A, left by B.
