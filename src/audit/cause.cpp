@@ -4,6 +4,7 @@
 #include "reprun/audit/cause.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fmt/format.h>
 #include <set>
 
@@ -452,11 +453,7 @@ private:
     if (run_kind(m_r.a.manifest) == "exec" || run_kind(m_r.b.manifest) == "exec") {
       // "Same inputs" only where both runs recorded what they read (not under --no-inputs, nor a run
       // recorded before reprun recorded inputs).
-      auto recorded = [](const ojson& m) {
-        return m.is_object() && m.contains("inputs") && m["inputs"].is_object() && m["inputs"].contains("recorded") &&
-               m["inputs"]["recorded"].is_string();
-      };
-      const bool ra_in = recorded(m_r.a.manifest), rb_in = recorded(m_r.b.manifest);
+      const bool ra_in = inputs_recorded(m_r.a.manifest), rb_in = inputs_recorded(m_r.b.manifest);
       const std::string same = ra_in && rb_in ? "same inputs and environment"
                                : !ra_in && !rb_in
                                    ? "same environment (what the program read was not recorded)"
@@ -586,6 +583,25 @@ private:
            });
   }
 
+  // The run recorded what the program read (exec without --no-inputs, by a reprun that records it).
+  static bool inputs_recorded(const ojson& m) {
+    return m.is_object() && m.contains("inputs") && m["inputs"].is_object() && m["inputs"].contains("recorded") &&
+           m["inputs"]["recorded"].is_string();
+  }
+
+  // Both runs are of one exec (their run directories side by side in one work directory): one
+  // environment, one start; else recorded apart, where what reprun does not record may differ.
+  bool same_exec() const {
+    auto work_dir = [](const ojson& m) {
+      const ojson* p = m.is_object() && m.contains("program") && m["program"].is_object() ? &m["program"] : nullptr;
+      return p && p->contains("run_dir") && (*p)["run_dir"].is_string()
+                 ? std::filesystem::path((*p)["run_dir"].get<std::string>()).parent_path().string()
+                 : std::string();
+    };
+    const std::string a = work_dir(m_r.a.manifest), b = work_dir(m_r.b.manifest);
+    return !a.empty() && a == b;
+  }
+
   // Nothing recorded explains the difference: say what the divergence kind implies.
   void fallback() {
     if (!m_out.empty()) {
@@ -601,6 +617,24 @@ private:
                           m_r.stdout_difference.empty() ? "" : " (stdout, " + m_r.stdout_difference + ")"),
           "find what decides that output (a random draw such as a validation subset, the clock, the order of a set) "
           "and seed or fix it");
+      return;
+    }
+    const bool ra_in = inputs_recorded(m_r.a.manifest), rb_in = inputs_recorded(m_r.b.manifest);
+    if (!m_d.found && exec && (!ra_in || !rb_in)) {
+      // Nothing says the program is not deterministic: what it read was not compared.
+      add(11, fmt::format("the program's outputs differ, and what it read was not recorded in {}: a changed data or "
+                          "code file cannot be ruled out",
+                          !ra_in && !rb_in ? "either run" : ra_in ? "B" : "A"),
+          "record both runs with what they read (reprun exec without --no-inputs) and compare them again");
+      return;
+    }
+    if (!m_d.found && exec && !same_exec()) {
+      // Two runs recorded apart (a reference and a later run): what reprun does not record may differ.
+      add(11, "the program's outputs differ though nothing recorded about its inputs does: it depends on something "
+              "reprun does not record (an environment variable outside the recorded ones, a file outside the places "
+              "of data, the network, the clock), or it is not deterministic",
+          "run it twice in one exec (reprun exec -- PROGRAM: same environment) to see whether it is deterministic; "
+          "record the variables it reads with --env-allow NAME and a data folder elsewhere with --data-dir DIR");
       return;
     }
     if (!m_d.found) {

@@ -104,16 +104,36 @@ TEST_CASE("cause: an unpinned environment variable, a different build, a changed
 }
 
 TEST_CASE("cause: an exec output digest is an effect, never offered as a cause") {
-  ojson a = {{"kind", "exec"}, {"outputs", {{"exit_code", 0}, {"stdout_sha256", "aa"}}}};
-  ojson b = {{"kind", "exec"}, {"outputs", {{"exit_code", 0}, {"stdout_sha256", "bb"}}}};
+  // Two runs of one exec (side by side in one work directory), both with what they read recorded.
+  ojson a = {{"kind", "exec"}, {"program", {{"run_dir", "/w/run-1"}}}, {"inputs", {{"recorded", "reprun.files/2"}}},
+             {"outputs", {{"exit_code", 0}, {"stdout_sha256", "aa"}}}};
+  ojson b = {{"kind", "exec"}, {"program", {{"run_dir", "/w/run-2"}}}, {"inputs", {{"recorded", "reprun.files/2"}}},
+             {"outputs", {{"exit_code", 0}, {"stdout_sha256", "bb"}}}};
   DiffResult r = different(DivergenceKind::none, a, b);
-  REQUIRE(r.meta.size() == 1);
-  CHECK(is_effect(r.meta[0]));
-  CHECK(r.meta[0].kind == MetaDelta::Kind::material); // still makes the runs differ
+  REQUIRE(r.meta.size() == 2); // and program.run_dir, expected to differ
+  const auto out = std::find_if(r.meta.begin(), r.meta.end(), [](const MetaDelta& m) { return m.key == "outputs.stdout_sha256"; });
+  REQUIRE(out != r.meta.end());
+  CHECK(is_effect(*out));
+  CHECK(out->kind == MetaDelta::Kind::material); // still makes the runs differ
+  CHECK(r.material_meta_count() == 1);
   auto d = diagnose(r);
   REQUIRE(d.size() == 1);
   CHECK_FALSE(mentions(d, "stdout_sha256"));
   CHECK(d[0].cause.find("it is not deterministic") != std::string::npos);
+  // Recorded apart (a reference and a later run): what reprun does not record may have changed.
+  ojson later = b;
+  later["program"]["run_dir"] = "/elsewhere/run-1";
+  d = diagnose(different(DivergenceKind::none, a, later));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].cause.find("it depends on something reprun does not record (an environment variable outside the recorded "
+                        "ones") != std::string::npos);
+  CHECK(d[0].fix.find("--env-allow NAME") != std::string::npos);
+  // One run without its inputs recorded: never "not deterministic".
+  later.erase("inputs");
+  d = diagnose(different(DivergenceKind::none, a, later));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].cause == "the program's outputs differ, and what it read was not recorded in B: a changed data or code file "
+                      "cannot be ruled out");
   // Beside a real cause, the effect ranks after it and is still not named.
   a["env"] = {{"CUBLAS_WORKSPACE_CONFIG", ":4096:8"}};
   r = different(DivergenceKind::none, a, b);
