@@ -309,7 +309,8 @@ private:
       if (m->key.rfind("program.argv_files.", 0) == 0 || m->key.rfind("inputs.files.", 0) == 0) {
         continue;
       }
-      const ojson a = ojson::parse(m->a, nullptr, false), b = ojson::parse(m->b, nullptr, false);
+      // "--config=b.json" against "--config a.json": compared as the parser reads them.
+      const ojson a = split_long_options(m->a), b = split_long_options(m->b);
       std::vector<std::string> diffs;
       if (a.is_array() && b.is_array()) {
         const size_t n = std::max(a.size(), b.size());

@@ -180,6 +180,32 @@ bool is_config_file(const std::string& path) {
   });
 }
 
+} // namespace
+
+ojson split_long_options(const std::string& text) {
+  const ojson argv = ojson::parse(text, nullptr, false);
+  if (!argv.is_array()) {
+    return nullptr;
+  }
+  ojson out = ojson::array();
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (!argv[i].is_string()) {
+      return nullptr;
+    }
+    const std::string& a = argv[i].get_ref<const std::string&>();
+    const size_t eq = a.find('=');
+    if (i > 0 && a.rfind("--", 0) == 0 && eq != std::string::npos && eq > 2) {
+      out.push_back(a.substr(0, eq));
+      out.push_back(a.substr(eq + 1));
+    } else {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+namespace {
+
 void classify(MetaDelta& d, const DiffOptions& opt) {
   d.category = "other";
   d.rank = 10;
@@ -190,6 +216,13 @@ void classify(MetaDelta& d, const DiffOptions& opt) {
       d.rank = r.rank;
       d.kind = r.kind;
       break;
+    }
+  }
+  if (d.key == "program.argv" && d.kind == MetaDelta::Kind::material) {
+    const ojson a = split_long_options(d.a), b = split_long_options(d.b);
+    if (!a.is_null() && a == b) { // --config conf.json against --config=conf.json
+      d.kind = MetaDelta::Kind::informational;
+      d.why = "the same arguments: an option's value written after '=' in one run and apart in the other";
     }
   }
   if (d.key.rfind("program.argv_files.", 0) == 0) {

@@ -23,7 +23,10 @@
 #      table said "not deterministic"); two checkouts of the project diff to exit 0; a row appended
 #      is named; ../.cache beside it stays other;
 #  (i) a program that empties its own input after reading it: each run leaves the same (empty) file,
-#      but the next run read 0 bytes where the first read 21: named (before: exit 0, IDENTICAL).
+#      but the next run read 0 bytes where the first read 21: named (before: exit 0, IDENTICAL);
+#  (j) --config conf.json against --config=conf.json: the same arguments, no difference (before:
+#      exit 1, "the program's arguments changed: --config -> --config=conf.json and conf.json ->
+#      (none)"); another file after "=" is named as the option's value.
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 [[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
@@ -200,6 +203,21 @@ grep -qF "[dataset] data.txt: 21 -> 0 bytes at the first open; each run left the
   fail "(i) an input the program emptied: $(cat "$T/out")"
 record C "$PY" t.py
 expect_rc 0 "$REPRUN" diff B/run-1 C/run-1
+cd "$T"
+
+# (j) an option's value apart, then after "=".
+mkdir j && cd j
+printf 'import sys\nprint(open(sys.argv[-1].split("=")[-1]).read())\n' >t.py
+echo '{"lr": 0.1}' >conf.json
+cp conf.json other.json
+record A "$PY" t.py --config conf.json
+record B "$PY" t.py --config=conf.json
+expect_rc 0 "$REPRUN" diff A/run-1 B/run-1
+grep -qF "(the same arguments: an option's value written after '=' in one run and apart in the other)" "$T/out" ||
+  fail "(j) --config=: $(cat "$T/out")"
+record C "$PY" t.py --config=other.json
+expect_rc 1 "$REPRUN" diff A/run-1 C/run-1
+grep -qF "the program's arguments changed: --config conf.json -> other.json" "$T/out" || fail "(j) another file: $(cat "$T/out")"
 cd "$T"
 
 pass

@@ -235,6 +235,10 @@ void sort_deltas(std::vector<MetaDelta>& deltas);
 std::vector<MetaDelta> diff_manifests(const nlohmann::ordered_json& a, const nlohmann::ordered_json& b,
                                       const DiffOptions& opt, DatasetDelta& dataset);
 
+// A program's arguments (program.argv's JSON text) with each "--name=value" split into "--name" and
+// "value", as the program's option parser reads both; null when the text is not an array of strings.
+nlohmann::ordered_json split_long_options(const std::string& argv_json);
+
 // Distance in units in the last place between two doubles (0 for +0/-0; max for NaN).
 uint64_t ulp_distance(double a, double b);
 
