@@ -153,6 +153,7 @@ public:
     }
     stopped_early();
     data();
+    configuration();
     arguments();
     config();
     distributed();
@@ -239,7 +240,7 @@ private:
         const bool a_shorter = m_r.a.lines < m_r.b.lines;
         // When what the program read or was given differs, the number of steps follows from it.
         const bool inputs_differ = !material(m_r, "dataset").empty() || !material(m_r, "code").empty() ||
-                                   !material(m_r, "arguments").empty();
+                                   !material(m_r, "arguments").empty() || !material(m_r, "configuration").empty();
         add(inputs_differ ? 3.5 : 0.5, fmt::format("the program made fewer optimizer steps in run {} ({} against {}) and exited normally: "
                              "its loop ended earlier",
                              a_shorter ? "A" : "B", a_shorter ? m_r.a.lines : m_r.b.lines,
@@ -289,6 +290,21 @@ private:
         "train both on the same files" +
             std::string(m_r.dataset.counted() ? " (restore or remove the files named)" : "") +
             ", or accept B as the new baseline if the change is intended" + ignore_hint(keys));
+  }
+
+  // exec: a configuration file the program read from a path of its own (configs/train.yaml), with
+  // what changed in it; one its arguments name is an argument's (arguments()).
+  void configuration() {
+    std::vector<std::string> files;
+    const auto keys = material(m_r, "configuration");
+    for (const auto* m : keys) {
+      files.push_back(m->key.substr(13) + (m->detail.empty() ? "" : " (" + m->detail + ")"));
+    }
+    if (!files.empty()) {
+      add(2, "a configuration file the program read changed: " + name_list(files),
+          "run both with the same configuration, or accept B as the new baseline if the change is intended" +
+              ignore_hint(keys));
+    }
   }
 
   // exec: the program's arguments, compared element by element ("--lr 0.01 -> 0.03").

@@ -48,6 +48,34 @@ std::string name_list(const std::vector<std::string>& v, size_t most) {
   return v.size() > most ? s + fmt::format(" and {} more", v.size() - most) : s;
 }
 
+// The lines whose digests differ but whose copies are the same: a credential's value, redacted in
+// both copies, changed there ("    4 ~ api_key = (redacted): its value changed"). Only where every
+// line has its digest (tail_from 0) and the line counts agree.
+std::string redacted_changes(const ContentSummary& a, const ContentSummary& b, const std::string& ca,
+                             const std::string& cb) {
+  if (a.tail_from != 0 || b.tail_from != 0 || a.lines != b.lines || a.tail.size() != b.tail.size()) {
+    return "";
+  }
+  auto lines_of = [](const std::string& text) {
+    std::vector<std::string_view> v;
+    std::string_view t = text;
+    while (!t.empty()) {
+      const size_t nl = t.find('\n');
+      v.push_back(t.substr(0, nl));
+      t = nl == std::string_view::npos ? std::string_view() : t.substr(nl + 1);
+    }
+    return v;
+  };
+  const auto la = lines_of(ca), lb = lines_of(cb);
+  std::string out;
+  for (size_t i = 0; i < a.tail.size() && i < la.size() && i < lb.size(); ++i) {
+    if (a.tail[i] != b.tail[i] && la[i] == lb[i]) {
+      out += fmt::format("{:>5} ~ {}: its value changed\n", i + 1, la[i]);
+    }
+  }
+  return out;
+}
+
 } // namespace
 
 std::string describe_content_change(const ContentSummary& a, const ContentSummary& b) {
@@ -555,6 +583,15 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
         // among the data (its lines shown beside: "line 1 changed (1 line in both)").
         const bool redacted = ca.find(k_redacted_value) != std::string::npos || cb.find(k_redacted_value) != std::string::npos;
         d.detail = redacted || any.cls != "code" ? describe_content_change(x->content, y->content) : where;
+        if (redacted) {
+          d.lines += redacted_changes(x->content, y->content, ca, cb);
+        }
+        // A configuration file the program read (configs/train.yaml) and did not write (results.json,
+        // a history it appends to, is data).
+        if (any.cls != "code" && !x->written && !y->written) {
+          d.category = "configuration";
+          d.rank = 2;
+        }
       } else {
         d.detail = describe_content_change(x->content, y->content);
       }

@@ -21,8 +21,9 @@
 #  (h) a file outside the working directory that a shell redirects into the program (sh -c
 #      'python3 sum.py < /x/nums.csv', exec's own advice for stdin): data, and a change is named;
 #  (i) a data file the program deletes after reading it: its size at the first open compared;
-#  (j) a configuration file the script reads (configs/train.yaml, the learning rate changed): data,
-#      with the changed lines shown as for code;
+#  (j) a configuration file the script reads (configs/train.yaml, the learning rate changed): a
+#      configuration, not data (cause "a configuration file the program read changed"), with the
+#      changed lines shown as for code; a credential's line that changed is marked, its value not shown;
 #  (k) a history file the program reads and rewrites (results.json): a later run read what the
 #      earlier one left, no difference, also when both rewrote it; two runs that both rewrote it,
 #      with the file edited between them, are compared as each left it, and the report says so;
@@ -187,8 +188,17 @@ record A "$PY" t.py
 sed -i 's/lr: 0.1/lr: 0.2/' configs/train.yaml
 record B "$PY" t.py
 expect_rc 1 "$REPRUN" diff A/run-1 B/run-1
-grep -qF "[dataset] configs/train.yaml: line 2 changed" "$T/out" && grep -q '2 - lr: 0.1' "$T/out" && grep -q '2 + lr: 0.2' "$T/out" ||
+grep -qF "[configuration] configs/train.yaml: line 2 changed" "$T/out" &&
+  grep -qF "1. a configuration file the program read changed: configs/train.yaml (line 2 changed" "$T/out" && grep -q '2 - lr: 0.1' "$T/out" && grep -q '2 + lr: 0.2' "$T/out" ||
   fail "(j) the configuration file: $(cat "$T/out")"
+# A credential's value changed with the learning rate: its line marked, the value never shown.
+printf 'epochs: 3\nlr: 0.3\napi_key: abc123\n' >configs/train.yaml
+record C "$PY" t.py
+printf 'epochs: 3\nlr: 0.4\napi_key: zzz999\n' >configs/train.yaml
+record D "$PY" t.py
+expect_rc 1 "$REPRUN" diff C/run-1 D/run-1
+grep -q '^ *3 ~ api_key: (redacted): its value changed$' "$T/out" || fail "(j) the credential's line: $(cat "$T/out")"
+grep -q 'abc123\|zzz999' "$T/out" && fail "(j) a credential's value shown: $(cat "$T/out")"
 cd "$T"
 
 # (k) results.json: read when there, appended to, rewritten.
