@@ -524,11 +524,33 @@ private:
           "run both with the same code (the same commit; git diff shows what changed), or accept B as the new "
           "baseline if the change is intended" + ignore_hint(program_code));
     }
+    // exec: another Python interpreter (its path or version), with what follows from it: the
+    // executable exec ran, its file, and the installed distributions.
+    auto interpreter = [](const MetaDelta* m) {
+      return m->key.rfind("program.interpreter", 0) == 0 || m->key == "program.executable" ||
+             m->key == "program.executable_file" || m->key == "framework.python" ||
+             m->key.rfind("framework.distributions", 0) == 0;
+    };
+    const bool other_python = std::any_of(code.begin(), code.end(), [](const MetaDelta* m) {
+      return m->key.rfind("program.interpreter", 0) == 0;
+    });
+    auto libs = material(m_r, "libraries");
+    if (other_python) {
+      std::vector<const MetaDelta*> named;
+      for (const auto* list : {&code, &libs}) {
+        std::copy_if(list->begin(), list->end(), std::back_inserter(named), interpreter);
+      }
+      code.erase(std::remove_if(code.begin(), code.end(), interpreter), code.end());
+      libs.erase(std::remove_if(libs.begin(), libs.end(), interpreter), libs.end());
+      add(4, "another Python interpreter: " + interpreter_phrase(m_r.a.manifest) + " -> " +
+                 interpreter_phrase(m_r.b.manifest) + distributions_phrase(),
+          "run both with the same interpreter and environment (the same PATH, virtual environment or conda "
+          "environment)" + ignore_hint(named));
+    }
     if (!code.empty()) {
       add(4, "a different build: " + changes(code, ""),
           "build both runs from the same commit with the same compiler and flags" + ignore_hint(code));
     }
-    auto libs = material(m_r, "libraries");
     if (!libs.empty()) {
       add(5, "different library versions: " + changes(libs, ""),
           "install the same versions for both runs (pin them)" + ignore_hint(libs));
@@ -617,6 +639,36 @@ private:
     };
     const std::string a = work_dir(m_r.a.manifest), b = work_dir(m_r.b.manifest);
     return !a.empty() && a == b;
+  }
+
+  // "/usr/bin/python3 (Python 3.11.2)", from a manifest's program.interpreter.
+  static std::string interpreter_phrase(const ojson& m) {
+    const ojson* p = m.is_object() && m.contains("program") && m["program"].is_object() &&
+                             m["program"].contains("interpreter") && m["program"]["interpreter"].is_object()
+                         ? &m["program"]["interpreter"]
+                         : nullptr;
+    auto text = [&](const char* key) {
+      return p && p->contains(key) && (*p)[key].is_string() ? (*p)[key].get<std::string>() : std::string("?");
+    };
+    return fmt::format("{} ({})", text("path"), text("version"));
+  }
+
+  // "; with it, its installed distributions differ (94 -> 45; 61 packages differ)", or "".
+  std::string distributions_phrase() const {
+    long packages = 0;
+    std::string count;
+    for (const auto& m : m_r.meta) {
+      if (m.key.rfind("framework.distributions.packages", 0) == 0 && m.kind != MetaDelta::Kind::ignored) {
+        ++packages;
+      } else if (m.key == "framework.distributions.count") {
+        count = plain(m.a) + " -> " + plain(m.b) + " installed";
+      }
+    }
+    if (packages == 0 && count.empty()) {
+      return "";
+    }
+    return fmt::format("; with it, its installed distributions differ ({}{}{} {} in name or version)", count,
+                       count.empty() ? "" : ", ", packages, packages == 1 ? "differs" : "differ");
   }
 
   // Nothing recorded explains the difference: say what the divergence kind implies.

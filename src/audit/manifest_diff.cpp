@@ -464,6 +464,37 @@ std::string kind_phrase(const ojson& m) {
   return k == "train" ? "a built-in trainer run (reprun train)" : k == "exec" ? "a program run by reprun exec" : k;
 }
 
+namespace {
+
+// Another Python interpreter (pyenv's against the system's, another virtual environment): its
+// installed distributions are its own, so that each one that differs follows it (named under the
+// interpreter's cause, audit/cause.cpp), not 100 counted lines of packages the program may not import.
+void settle_interpreter(std::vector<MetaDelta>& out) {
+  const bool other_python = std::any_of(out.begin(), out.end(), [](const MetaDelta& m) {
+    return m.kind == MetaDelta::Kind::material && has_prefix(m.key, "program.interpreter");
+  });
+  if (!other_python) {
+    return;
+  }
+  for (auto& m : out) {
+    if (m.kind == MetaDelta::Kind::material &&
+        (has_prefix(m.key, "framework.distributions.packages") || m.key == "framework.distributions.sha256")) {
+      m.kind = MetaDelta::Kind::informational;
+      m.why = "follows the interpreter: each Python has its own installed distributions";
+    }
+    if (m.kind == MetaDelta::Kind::material && m.key == "program.argv") { // python3 against venv/bin/python3
+      const ojson a = split_long_options(m.a), b = split_long_options(m.b);
+      if (!a.is_null() && !b.is_null() && a.size() == b.size() && !a.empty() &&
+          std::equal(a.begin() + 1, a.end(), b.begin() + 1)) {
+        m.kind = MetaDelta::Kind::informational;
+        m.why = "follows the interpreter: the first argument names it";
+      }
+    }
+  }
+}
+
+} // namespace
+
 std::vector<MetaDelta> diff_manifests(const ojson& a, const ojson& b, const DiffOptions& opt,
                                       DatasetDelta& dataset) {
   const std::string kind_a = a.is_object() ? a.value("kind", "") : "", kind_b = b.is_object() ? b.value("kind", "") : "";
@@ -533,6 +564,7 @@ std::vector<MetaDelta> diff_manifests(const ojson& a, const ojson& b, const Diff
   settle_trainer_facts(a, b, out);
   mark_unrecorded(a, b, out);
   count_pins_once(out);
+  settle_interpreter(out);
   if (dataset.any()) {
     MetaDelta d;
     d.key = "data.files";

@@ -26,7 +26,10 @@
 #      but the next run read 0 bytes where the first read 21: named (before: exit 0, IDENTICAL);
 #  (j) --config conf.json against --config=conf.json: the same arguments, no difference (before:
 #      exit 1, "the program's arguments changed: --config -> --config=conf.json and conf.json ->
-#      (none)"); another file after "=" is named as the option's value.
+#      (none)"); another file after "=" is named as the option's value;
+#  (k) the same script under another Python interpreter (a virtual environment beside the system's
+#      Python): one cause, "another Python interpreter", with its distributions named with it (before:
+#      "a different build ... build both runs from the same commit with the same compiler").
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 [[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
@@ -218,6 +221,22 @@ grep -qF "(the same arguments: an option's value written after '=' in one run an
 record C "$PY" t.py --config=other.json
 expect_rc 1 "$REPRUN" diff A/run-1 C/run-1
 grep -qF "the program's arguments changed: --config conf.json -> other.json" "$T/out" || fail "(j) another file: $(cat "$T/out")"
+cd "$T"
+
+# (k) python3, then a virtual environment's python3 (no packages of its own).
+mkdir k && cd k
+if "$PY" -m venv --without-pip venv 2>/dev/null && [[ -x venv/bin/python3 ]]; then
+  printf 'print(1)\n' >t.py
+  record A "$PY" t.py
+  record B venv/bin/python3 t.py
+  expect_rc 1 "$REPRUN" diff A/run-1 B/run-1
+  grep -qE "^  1\. another Python interpreter: .* \(Python [0-9.]+\) -> venv/bin/python3 \(Python [0-9.]+\)" "$T/out" ||
+    fail "(k) the cause: $(cat "$T/out")"
+  grep -qF "a different build" "$T/out" && fail "(k) 'a different build': $(cat "$T/out")"
+  grep -qF "[libraries] framework.distributions.packages." "$T/out" && fail "(k) packages counted: $(cat "$T/out")"
+else
+  echo "(k) skipped: python3 -m venv is not available"
+fi
 cd "$T"
 
 pass
