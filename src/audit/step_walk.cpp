@@ -175,6 +175,34 @@ bool records_diverge(const ParsedStep& pa, const ParsedStep& pb, const Comparato
     tensors_differ = true;
     d.first_tensor = "(tensor lists differ)";
   }
+  // Tensors one record has and the other not: the models differ (a layer or a bias added or
+  // removed), said before any value.
+  std::string models;
+  if (tensors_both) {
+    auto only = [](const auto& x, const auto& y) {
+      std::vector<std::string> names;
+      for (const auto& [name, v] : x) {
+        if (std::none_of(y.begin(), y.end(), [&](const auto& e) { return e.first == name; })) {
+          names.push_back(name);
+        }
+      }
+      return names;
+    };
+    const std::vector<std::string> a_only = only(pa.tensors, pb.tensors), b_only = only(pb.tensors, pa.tensors);
+    auto listed = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (size_t i = 0; i < v.size() && i < 3; ++i) {
+        s += (i ? ", " : "") + v[i];
+      }
+      return v.size() > 3 ? fmt::format("{} and {} more", s, v.size() - 3) : s;
+    };
+    if (!a_only.empty() || !b_only.empty()) {
+      models = "the models differ (" +
+               (a_only.empty() ? "" : "recorded in A only: " + listed(a_only)) +
+               (a_only.empty() || b_only.empty() ? "" : "; ") +
+               (b_only.empty() ? "" : "recorded in B only: " + listed(b_only)) + "); ";
+    }
+  }
   bool metrics_differ = pa.metrics.size() != pb.metrics.size();
   for (size_t i = 0; !metrics_differ && i < pa.metrics.size(); ++i) {
     metrics_differ = pa.metrics[i].first != pb.metrics[i].first ||
@@ -233,9 +261,18 @@ bool records_diverge(const ParsedStep& pa, const ParsedStep& pb, const Comparato
   } else {
     d.kind = DivergenceKind::computation;
     // "same batch" only when both records carry one (an automatic exec log has none).
-    const std::string same = pa.has_batch && pb.has_batch ? "same batch; " : "";
+    const std::string same = models + (pa.has_batch && pb.has_batch ? "same batch; " : "");
     if (!d.trace_phase.empty()) {
       d.detail = fmt::format("{}first difference in {} at {}", same, d.trace_phase, d.trace_entry);
+    } else if (tensors_differ && !models.empty()) {
+      // The tensors both have: the first that differs, if any ("the models differ (...); same batch;
+      // 0.weight differs and the loss differs").
+      const std::string common = d.tensors.empty() ? "" : d.tensors.front().name + " differs";
+      d.detail = same + common +
+                 (loss_differs ? (common.empty() ? "the loss differs" : " and the loss differs") : "");
+      if (common.empty() && !loss_differs) {
+        d.detail = d.detail.substr(0, d.detail.size() - 2); // "...); same batch" without its "; "
+      }
     } else if (tensors_differ) {
       d.detail = fmt::format("{}{} differs{}", same, d.first_tensor, loss_differs ? " and the loss differs" : "");
     } else if (loss_differs) {

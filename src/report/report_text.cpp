@@ -37,7 +37,7 @@ std::string side_line(const char* tag, const RunSide& s) {
   if (s.ranks_read > 1) { // the records the body counts: every rank's
     return fmt::format("  {}: {} ({}, {} records on {} ranks)\n", tag, s.label, status, s.rank_records, s.ranks_read);
   }
-  return fmt::format("  {}: {} ({}, {} records)\n", tag, s.label, status, s.lines);
+  return fmt::format("  {}: {} ({}, {} record{})\n", tag, s.label, status, s.lines, s.lines == 1 ? "" : "s");
 }
 
 // Every line of `text` with `prefix` before it.

@@ -265,7 +265,12 @@ TEST_CASE("diff: the first differing tensor is named in model order, with its no
   CHECK(n.divergence.tensors[0].norm_b == 3.0);
   CHECK(n.divergence.tensors[0].rel == 0.5);
   const std::string no_weight = "{\"step\":2,\"epoch\":0,\"loss\":0.5,\"batch\":\"b\",\"tensors\":{\"dense_1.bias\":{\"xxh3\":\"b1\",\"norm\":0.5}}}\n";
-  CHECK(diff_texts(base, replace_line(base, 2, no_weight)).divergence.first_tensor == "dense_1.weight (missing in B)");
+  const DiffResult m = diff_texts(base, replace_line(base, 2, no_weight));
+  CHECK(m.divergence.first_tensor == "dense_1.weight (missing in B)");
+  // A tensor one model has and the other not (a bias removed) is said first: the models differ.
+  CHECK(m.divergence.detail == "the models differ (recorded in A only: dense_1.weight); same batch");
+  CHECK(diff_texts(replace_line(base, 2, no_weight), base).divergence.detail.rfind(
+            "the models differ (recorded in B only: dense_1.weight); ", 0) == 0);
 }
 
 TEST_CASE("diff: trace full in each phase, with step and line") {
