@@ -473,6 +473,16 @@ void settle_interpreter(std::vector<MetaDelta>& out) {
   const bool other_python = std::any_of(out.begin(), out.end(), [](const MetaDelta& m) {
     return m.kind == MetaDelta::Kind::material && has_prefix(m.key, "program.interpreter");
   });
+  // The distributions' digest is of their names and versions: where those are named, it follows them.
+  const bool packages_named = std::any_of(out.begin(), out.end(), [](const MetaDelta& m) {
+    return m.kind == MetaDelta::Kind::material && has_prefix(m.key, "framework.distributions.packages");
+  });
+  for (auto& m : out) {
+    if (packages_named && !other_python && m.kind == MetaDelta::Kind::material && m.key == "framework.distributions.sha256") {
+      m.kind = MetaDelta::Kind::informational;
+      m.why = "follows the distributions named";
+    }
+  }
   if (!other_python) {
     return;
   }

@@ -139,8 +139,8 @@ int run(const DiffFlags& f) {
 
 Action add_diff(CLI::App& sub) {
   auto f = std::make_shared<DiffFlags>();
-  sub.add_option("run_a", f->a, "First run directory (or steps.jsonl file, or search directory)")->required();
-  sub.add_option("run_b", f->b, "Second run directory (or steps.jsonl file, or search directory)")->required();
+  sub.add_option("RUN_A", f->a, "First run directory (or steps.jsonl file, or search directory)")->required();
+  sub.add_option("RUN_B", f->b, "Second run directory (or steps.jsonl file, or search directory)")->required();
   sub.add_option("--format", f->format, "Report format: text, json, markdown, junit, html");
   sub.add_option("-o,--output", f->out, "Write the report to FILE (the verdict still goes to stdout)");
   sub.add_option("--rtol", f->rtol, "Tolerance mode: relative tolerance for losses and norms")->check(k_tolerance);

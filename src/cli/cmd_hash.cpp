@@ -64,7 +64,7 @@ int run(const HashFlags& f) {
 
 Action add_hash(CLI::App& sub) {
   auto f = std::make_shared<HashFlags>();
-  sub.add_option("paths", f->paths, "Files and directories to fingerprint")->required();
+  sub.add_option("PATHS", f->paths, "Files and directories to fingerprint")->required();
   sub.add_flag("--json", f->json, "List every file with its size and SHA-256");
   sub.add_flag("--explain", f->explain, "Print the transcript of what went into the root");
   sub.add_flag("--no-cache", f->no_cache, "Hash every file again; neither read nor write the cache");

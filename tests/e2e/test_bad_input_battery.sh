@@ -123,7 +123,7 @@ expect_error 'steps.jsonl:1: last line is not terminated by a newline' "$REPRUN"
 # Command-line arguments.
 expect_error "The following argument was not expected: --nope" "$REPRUN" train "$T/c.json" --nope
 expect_error "threads" "$REPRUN" train "$T/c.json" --threads abc
-expect_error "run_b is required" "$REPRUN" diff "$R/base"
+expect_error "RUN_B is required" "$REPRUN" diff "$R/base"
 expect_error "unknown report format" "$REPRUN" check "$T/c.json" --format yaml
 expect_error "--rtol: expected a finite number >= 0, got -1 " "$REPRUN" diff "$R/base" "$R/same" --rtol -1
 # The bound is not spelled out in 309 digits, and nan is not a tolerance (it was taken, then ignored).
@@ -131,7 +131,7 @@ expect_error "--rtol: expected a finite number >= 0, got -1 " "$REPRUN" diff "$R
 expect_error "--atol: expected a finite number >= 0, got nan" "$REPRUN" diff "$R/base" "$R/same" --atol nan
 expect_error "--max-ulps: expected a finite number >= 0, got -5" "$REPRUN" diff "$R/base" "$R/same" --max-ulps -5
 expect_error "runs" "$REPRUN" check "$T/c.json" --runs 1
-expect_error "paths is required" "$REPRUN" hash
+expect_error "PATHS is required" "$REPRUN" hash
 expect_error "unknown command 'dif' \(did you mean 'diff'\?\)" "$REPRUN" dif a b
 expect_error "A subcommand is required" "$REPRUN"
 expect_error "exec varies environment variables" "$REPRUN" exec --vary threads=1,2 -- true

@@ -337,3 +337,46 @@ TEST_CASE("cause: values the data decides are its effects, named under its cause
   CHECK(d[0].cause == "the training data changed (changed: wine.csv)");
   CHECK(d[1].cause.find("hyperparameters changed: data.classes 3 -> 2") == 0);
 }
+
+TEST_CASE("cause: another Python interpreter, and one package upgraded, each counted once") {
+  auto exec_manifest = [](const char* python, const char* version, ojson packages) {
+    ojson m = {{"kind", "exec"},
+               {"program", {{"run_dir", "/w/run-1"}, {"interpreter", {{"path", python}, {"version", version}}}}},
+               {"inputs", {{"recorded", "reprun.files/2"}}},
+               {"framework", {{"name", "python"}, {"distributions", {{"count", packages.size()}, {"packages", packages}}}}}};
+    m["framework"]["distributions"]["sha256"] = std::string(64, packages.dump().size() % 2 ? 'a' : 'b') + packages.dump();
+    return m;
+  };
+  auto material = [](const DiffResult& r) {
+    std::vector<std::string> keys;
+    for (const auto& m : r.meta) {
+      if (m.kind == MetaDelta::Kind::material) {
+        keys.push_back(m.key);
+      }
+    }
+    return keys;
+  };
+  // One package upgraded: its line counts, the digest of all of them follows it.
+  const ojson pkgs = {{"mylib", "1.0"}, {"numpy", "1.24.2"}};
+  ojson upgraded = pkgs;
+  upgraded["mylib"] = "1.1";
+  DiffResult r = different(DivergenceKind::none, exec_manifest("/usr/bin/python3", "Python 3.11.2", pkgs),
+                           exec_manifest("/usr/bin/python3", "Python 3.11.2", upgraded));
+  CHECK(material(r) == std::vector<std::string>{"framework.distributions.packages.mylib"});
+  auto d = diagnose(r);
+  REQUIRE(!d.empty());
+  CHECK(d[0].cause == "different library versions: framework.distributions.packages.mylib 1.0 -> 1.1");
+  // Another interpreter with its own packages: one cause, the packages following it.
+  const ojson other = {{"numpy", "1.26.4"}, {"torch", "2.3.0"}, {"flask", "3.0"}};
+  r = different(DivergenceKind::none, exec_manifest("/usr/bin/python3", "Python 3.11.2", pkgs),
+                exec_manifest("/opt/venv/bin/python3", "Python 3.12.1", other));
+  for (const auto& key : material(r)) {
+    CHECK_MESSAGE(key.rfind("framework.distributions.packages", 0) != 0, key);
+  }
+  d = diagnose(r);
+  REQUIRE(!d.empty());
+  CHECK(d[0].cause == "another Python interpreter: /usr/bin/python3 (Python 3.11.2) -> /opt/venv/bin/python3 (Python 3.12.1); "
+                      "with it, its installed distributions differ (2 -> 3 installed, 4 differ in name or version)");
+  CHECK_FALSE(mentions(d, "a different build"));
+  CHECK_FALSE(mentions(d, "different library versions"));
+}
