@@ -597,7 +597,22 @@ private:
       const bool a_unset = m->a == "(absent)" || m->a == "null";
       const std::string value = a_unset ? plain(m->b) : plain(m->a);
       auto shown = [](const std::string& v) { return v == "(absent)" || v == "null" ? std::string("unset") : plain(v); };
-      add(8, fmt::format("unpinned environment variable: {} is {} in A and {} in B", name, shown(m->a), shown(m->b)),
+      // exec's record of who set it (pins.NAME.source): reprun's default pin, --pin, or the user's
+      // environment ("kept (already set)").
+      auto source = [&](const ojson& mf) {
+        const ojson::json_pointer at("/pins/" + name + "/source");
+        const std::string s = mf.is_object() && mf.contains(at) && mf.at(at).is_string() ? mf.at(at).get<std::string>() : "";
+        return s == "pinned" ? std::string(" (pinned by reprun)") : s == "--pin" ? std::string(" (--pin)")
+               : s == "kept (already set)" ? std::string(" (set in the environment)")
+                                           : std::string();
+      };
+      const std::string sa = source(m_r.a.manifest), sb = source(m_r.b.manifest);
+      // "unpinned" where a side left it unset or neither pinned it.
+      const bool pinned = (sa == " (pinned by reprun)" || sa == " (--pin)" || sb == " (pinned by reprun)" || sb == " (--pin)") &&
+                          shown(m->a) != "unset" && shown(m->b) != "unset";
+      add(8, fmt::format("{}: {} is {}{} in A and {}{} in B",
+                         pinned ? "an environment variable differs" : "unpinned environment variable", name, shown(m->a),
+                         sa, shown(m->b), sb),
           fmt::format("pin {} in the environment: export {}={} before both runs", name, name, value) +
               ignore_hint({m}));
     }

@@ -101,6 +101,12 @@ TEST_CASE("cause: an unpinned environment variable, a different build, a changed
   a["pins"] = {{"OMP_NUM_THREADS", "4"}};
   b["pins"] = {{"OMP_NUM_THREADS", "8"}};
   CHECK(diagnose(different(DivergenceKind::initial_state, a, b)).size() == 3);
+  // Pinned by reprun in A, set by the user in B: not "unpinned", and who set each said.
+  a["pins"] = {{"OMP_NUM_THREADS", {{"value", "4"}, {"source", "pinned"}}}};
+  b["pins"] = {{"OMP_NUM_THREADS", {{"value", "8"}, {"source", "kept (already set)"}}}};
+  CHECK(mentions(diagnose(different(DivergenceKind::initial_state, a, b)),
+                 "an environment variable differs: OMP_NUM_THREADS is 4 (pinned by reprun) in A and 8 (set in the "
+                 "environment) in B"));
 }
 
 TEST_CASE("cause: an exec output digest is an effect, never offered as a cause") {
