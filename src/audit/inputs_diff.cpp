@@ -423,6 +423,7 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
     }
   }
   std::vector<size_t> only_a, only_b; // the deltas of files read by one run only
+  std::map<std::string, std::string> listed_added, listed_removed; // a file -> its folder, whose listing names it
   std::vector<std::string> paths;
   for (const auto& [p, f] : fa) {
     paths.push_back(p);
@@ -537,6 +538,11 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       d.detail = fmt::format("a folder of {} -> {} entries", grouped(static_cast<long long>(x->names.size())),
                              grouped(static_cast<long long>(y->names.size())));
       std::string sep = ": ";
+      for (const auto& [names, listed] : {std::pair{&added, &listed_added}, std::pair{&removed, &listed_removed}}) {
+        for (const auto& name : *names) {
+          listed->emplace(path == "." ? name : path + "/" + name, path);
+        }
+      }
       if (!added.empty()) {
         d.detail += fmt::format("{}{} added ({})", sep, grouped(static_cast<long long>(added.size())), name_list(added, 3));
         sep = ", ";
@@ -637,6 +643,19 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       }
     }
     r.meta.push_back(std::move(d));
+  }
+  // A file read by one run only that its folder's listing names as added or removed (a data set
+  // read through glob, one file removed): counted once, with the folder.
+  for (const auto& [only, listed, how] : {std::tuple{&only_a, &listed_removed, "removed from"},
+                                          std::tuple{&only_b, &listed_added, "added to"}}) {
+    for (const size_t i : *only) {
+      MetaDelta& m = r.meta[i];
+      const auto l = listed->find(m.key.substr(std::string_view("inputs.files.").size()));
+      if (m.kind == MetaDelta::Kind::material && l != listed->end()) {
+        m.kind = MetaDelta::Kind::informational;
+        m.why = fmt::format("{}; {} the folder between the runs: counted with {}", m.detail, how, l->second);
+      }
+    }
   }
   if (!stat_only_touched.empty()) {
     r.notes.push_back(fmt::format("{} {} recorded by size and time only (--stat-only): the same size in both runs, "

@@ -29,7 +29,9 @@
 #      (none)"); another file after "=" is named as the option's value;
 #  (k) the same script under another Python interpreter (a virtual environment beside the system's
 #      Python): one cause, "another Python interpreter", with its distributions named with it (before:
-#      "a different build ... build both runs from the same commit with the same compiler").
+#      "a different build ... build both runs from the same commit with the same compiler");
+#  (l) a data set read through glob, one file removed: counted once, with its folder (before: the
+#      folder and the file "read by A only", two differences for one change).
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 [[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
@@ -237,6 +239,19 @@ if "$PY" -m venv --without-pip venv 2>/dev/null && [[ -x venv/bin/python3 ]]; th
 else
   echo "(k) skipped: python3 -m venv is not available"
 fi
+cd "$T"
+
+# (l) imgs/*.txt through glob; imgs/0.txt removed.
+mkdir -p l/imgs && cd l
+for i in 0 1 2; do echo "$i" >"imgs/$i.txt"; done
+printf 'import glob\nprint(len([open(p).read() for p in sorted(glob.glob("imgs/*.txt"))]) > 0)\n' >t.py
+record A "$PY" t.py
+rm imgs/0.txt
+record B "$PY" t.py
+expect_rc 1 "$REPRUN" diff A/run-1 B/run-1
+grep -q "^DIFFERENT: .* 1 metadata field differs" "$T/out" || fail "(l) counted other than once: $(cat "$T/out")"
+grep -qF "[dataset] imgs: a folder of 3 -> 2 entries: 1 removed (0.txt)" "$T/out" || fail "(l) the folder: $(cat "$T/out")"
+grep -qF "removed from the folder between the runs: counted with imgs" "$T/out" || fail "(l) the file: $(cat "$T/out")"
 cd "$T"
 
 pass
