@@ -3,8 +3,9 @@
 // is ordered by how likely each cause explains the kind of divergence seen.
 #include "reprun/audit/cause.hpp"
 
+#include "audit/exec_facts.hpp"
+
 #include <algorithm>
-#include <filesystem>
 #include <fmt/format.h>
 #include <set>
 
@@ -543,7 +544,7 @@ private:
       code.erase(std::remove_if(code.begin(), code.end(), interpreter), code.end());
       libs.erase(std::remove_if(libs.begin(), libs.end(), interpreter), libs.end());
       add(4, "another Python interpreter: " + interpreter_phrase(m_r.a.manifest) + " -> " +
-                 interpreter_phrase(m_r.b.manifest) + distributions_phrase(),
+                 interpreter_phrase(m_r.b.manifest) + distributions_phrase(m_r),
           "run both with the same interpreter and environment (the same PATH, virtual environment or conda "
           "environment)" + ignore_hint(named));
     }
@@ -637,55 +638,6 @@ private:
            });
   }
 
-  // The run recorded what the program read (exec without --no-inputs, by a reprun that records it).
-  static bool inputs_recorded(const ojson& m) {
-    return m.is_object() && m.contains("inputs") && m["inputs"].is_object() && m["inputs"].contains("recorded") &&
-           m["inputs"]["recorded"].is_string();
-  }
-
-  // Both runs are of one exec (their run directories side by side in one work directory): one
-  // environment, one start; else recorded apart, where what reprun does not record may differ.
-  bool same_exec() const {
-    auto work_dir = [](const ojson& m) {
-      const ojson* p = m.is_object() && m.contains("program") && m["program"].is_object() ? &m["program"] : nullptr;
-      return p && p->contains("run_dir") && (*p)["run_dir"].is_string()
-                 ? std::filesystem::path((*p)["run_dir"].get<std::string>()).parent_path().string()
-                 : std::string();
-    };
-    const std::string a = work_dir(m_r.a.manifest), b = work_dir(m_r.b.manifest);
-    return !a.empty() && a == b;
-  }
-
-  // "/usr/bin/python3 (Python 3.11.2)", from a manifest's program.interpreter.
-  static std::string interpreter_phrase(const ojson& m) {
-    const ojson* p = m.is_object() && m.contains("program") && m["program"].is_object() &&
-                             m["program"].contains("interpreter") && m["program"]["interpreter"].is_object()
-                         ? &m["program"]["interpreter"]
-                         : nullptr;
-    auto text = [&](const char* key) {
-      return p && p->contains(key) && (*p)[key].is_string() ? (*p)[key].get<std::string>() : std::string("?");
-    };
-    return fmt::format("{} ({})", text("path"), text("version"));
-  }
-
-  // "; with it, its installed distributions differ (94 -> 45; 61 packages differ)", or "".
-  std::string distributions_phrase() const {
-    long packages = 0;
-    std::string count;
-    for (const auto& m : m_r.meta) {
-      if (m.key.rfind("framework.distributions.packages", 0) == 0 && m.kind != MetaDelta::Kind::ignored) {
-        ++packages;
-      } else if (m.key == "framework.distributions.count") {
-        count = plain(m.a) + " -> " + plain(m.b) + " installed";
-      }
-    }
-    if (packages == 0 && count.empty()) {
-      return "";
-    }
-    return fmt::format("; with it, its installed distributions differ ({}{}{} {} in name or version)", count,
-                       count.empty() ? "" : ", ", packages, packages == 1 ? "differs" : "differ");
-  }
-
   // Nothing recorded explains the difference: say what the divergence kind implies.
   void fallback() {
     if (!m_out.empty()) {
@@ -712,7 +664,7 @@ private:
           "record both runs with what they read (reprun exec without --no-inputs) and compare them again");
       return;
     }
-    if (!m_d.found && exec && !same_exec()) {
+    if (!m_d.found && exec && !same_exec(m_r)) {
       // Two runs recorded apart (a reference and a later run): what reprun does not record may differ.
       add(11, "the program's outputs differ though nothing recorded about its inputs does: it depends on something "
               "reprun does not record (an environment variable outside the recorded ones, a file outside the places "
