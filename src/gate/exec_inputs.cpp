@@ -68,7 +68,7 @@ std::vector<std::string> own_dirs(const ExecPlan& plan, const RunDir& run) {
   return dirs;
 }
 
-// "512 KB", "3.2 MB", "3,072 MB": the progress line's amounts.
+// "512 KB", "3.2 MB", "3072 MB": the progress line's amounts.
 std::string size_text(uint64_t bytes) {
   if (bytes < (1u << 20)) {
     return fmt::format("{} KB", (bytes + 1023) >> 10);
