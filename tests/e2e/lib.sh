@@ -193,6 +193,17 @@ with open(path, "w") as f:
 PY
 }
 
+# record DIR PROGRAM ARGS...: one run of PROGRAM kept as a reference (reprun exec -o DIR --runs 1),
+# in the current folder; its stdout and stderr in $T/rec.out and $T/rec.err; fails the test when
+# exec fails. (test_exec_inputs.sh has its own, through expect_rc.)
+record() {
+  local dir=$1
+  shift
+  rm -rf "$dir"
+  "$REPRUN" exec -o "$dir" --runs 1 -q -- "$@" >"$T/rec.out" 2>"$T/rec.err" ||
+    fail "exec -o $dir -- $*: exit $? ($(cat "$T/rec.err"))"
+}
+
 # json_get FILE KEY: prints a value of a JSON file (strings raw, the rest as JSON); fails the test
 # when the key is missing.
 json_get() {

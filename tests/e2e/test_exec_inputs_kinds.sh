@@ -36,14 +36,6 @@ source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 [[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
 
-record() { # record DIR PROGRAM ARGS...: one run kept as a reference, in the current folder
-  local dir=$1
-  shift
-  rm -rf "$dir"
-  "$REPRUN" exec -o "$dir" --runs 1 -q -- "$@" >"$T/rec.out" 2>"$T/rec.err" ||
-    fail "exec -o $dir -- $*: exit $? ($(cat "$T/rec.err"))"
-}
-
 # (a) data/t.bin opened "r+b" and only read.
 mkdir a && cd a
 mkdir data && seq 1 50 >data/t.bin
