@@ -656,8 +656,9 @@ private:
       return;
     }
     const bool ra_in = inputs_recorded(m_r.a.manifest), rb_in = inputs_recorded(m_r.b.manifest);
-    if (!m_d.found && exec && (!ra_in || !rb_in)) {
-      // Nothing says the program is not deterministic: what it read was not compared.
+    if (!m_d.found && exec && (!ra_in || !rb_in) && !same_exec(m_r)) {
+      // Recorded apart, and what the program read was not compared: nothing says it is not
+      // deterministic (two runs of one exec read the files as they were at one moment).
       add(11, fmt::format("the program's outputs differ, and what it read was not recorded in {}: a changed data or "
                           "code file cannot be ruled out",
                           !ra_in && !rb_in ? "either run" : ra_in ? "B" : "A"),
