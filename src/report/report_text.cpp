@@ -196,15 +196,16 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
   if (any_info) {
     o += st.dim("  not counted:") + "\n";
     size_t quiet_shown = 0, quiet_left = 0;
-    // Many lines for one reason (the 100 packages of another interpreter): the first few, then a count.
+    // Many lines for one reason (the 100 packages of another interpreter): the first few, then a
+    // count (the files a program read have their own cap, k_input_rows).
     constexpr size_t k_same_reason_rows = 5, k_same_reason_fold = 12;
     std::map<std::string, size_t> reason_lines, same_reason;
+    auto folds = [&](const MetaDelta& m) { return !m.why.empty() && !is_input_file(m); };
     for (const auto& m : r.meta) {
-      if (!m.why.empty() && m.kind != MetaDelta::Kind::material && m.kind != MetaDelta::Kind::volatile_field) {
+      if (folds(m) && m.kind != MetaDelta::Kind::material && m.kind != MetaDelta::Kind::volatile_field) {
         ++reason_lines[m.why];
       }
     }
-    std::vector<std::pair<std::string, size_t>> reasons_left; // in the order first met
     for (const auto& m : r.meta) {
       const char* why = !m.why.empty()                           ? m.why.c_str()
                         : m.kind == MetaDelta::Kind::informational ? "cannot change a result"
@@ -216,13 +217,7 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
           ++quiet_left;
           continue;
         }
-        if (!m.why.empty() && reason_lines[m.why] > k_same_reason_fold && ++same_reason[m.why] > k_same_reason_rows) {
-          const auto it = std::find_if(reasons_left.begin(), reasons_left.end(), [&](const auto& p) { return p.first == m.why; });
-          if (it == reasons_left.end()) {
-            reasons_left.emplace_back(m.why, 1);
-          } else {
-            ++it->second;
-          }
+        if (folds(m) && reason_lines[m.why] > k_same_reason_fold && ++same_reason[m.why] > k_same_reason_rows) {
           continue;
         }
         const bool files = m.key == "data.files" && r.dataset.any();
@@ -236,8 +231,10 @@ void metadata_text(std::string& o, const Style& st, const DiffResult& r) {
     if (quiet_left > 0) {
       o += st.dim("    " + more_inputs(quiet_left, false)) + "\n";
     }
-    for (const auto& [why, n] : reasons_left) {
-      o += st.dim(fmt::format("    ... and {} more ({}; --format json lists them)", n, why)) + "\n";
+    for (const auto& [why, n] : reason_lines) {
+      if (n > k_same_reason_fold) {
+        o += st.dim(fmt::format("    ... and {} more ({}; --format json lists them)", n - k_same_reason_rows, why)) + "\n";
+      }
     }
   }
   if (any_vol) {
