@@ -61,7 +61,9 @@ const detail::UpdateKernels& update_kernels() {
 
 class CpuBackend final : public Backend {
 public:
-  explicit CpuBackend(ThreadPool* pool) : m_pool(pool), m_partial(static_cast<size_t>(pool ? pool->size() : 1)) {}
+  explicit CpuBackend(ThreadPool* pool)
+    : m_exps(static_cast<size_t>(pool ? pool->size() : 1)), m_pool(pool),
+      m_partial(static_cast<size_t>(pool ? pool->size() : 1)) {}
 
   nlohmann::ordered_json kernels() const override { return kernel_facts(); }
 
@@ -92,11 +94,26 @@ public:
 
   void transpose(const float* w, long rows, long cols, float* wt) override {
     // In 32x32 blocks so that both sides stay in cache; within a block, 4x4 tiles transposed in SSE
-    // registers (a copy: the values are the same whichever way they move).
+    // registers (a copy: the values are the same whichever way they move). Bands of 32 rows of w
+    // (columns of wt) in parallel where there are enough of them to pay for it.
     constexpr long k_b = 32;
-    for (long i0 = 0; i0 < rows; i0 += k_b) {
+    const long bands = (rows + k_b - 1) / k_b;
+    if (bands > 1 && rows * cols >= 32768) {
+      for_each_task(static_cast<int>(bands), [&](int band, int) {
+        const long i0 = band * k_b;
+        transpose_rows(w, rows, cols, wt, i0, std::min(rows, i0 + k_b));
+      });
+      return;
+    }
+    transpose_rows(w, rows, cols, wt, 0, rows);
+  }
+
+  // Rows [r0, r1) of w into columns [r0, r1) of wt.
+  static void transpose_rows(const float* w, long rows, long cols, float* wt, long r0, long r1) {
+    constexpr long k_b = 32;
+    for (long i0 = r0; i0 < r1; i0 += k_b) {
       for (long o0 = 0; o0 < cols; o0 += k_b) {
-        const long i1 = std::min(rows, i0 + k_b), o1 = std::min(cols, o0 + k_b);
+        const long i1 = std::min(r1, i0 + k_b), o1 = std::min(cols, o0 + k_b);
         long i = i0;
 #if defined(__SSE2__)
         for (; i + 4 <= i1; i += 4) {
@@ -154,25 +171,36 @@ public:
   }
 
   // The GEMM starts each chain from the bias (or zero) in its registers (gemm_set: no pass filling
-  // the output first); the activation and its gradient are passes of their own, over memory the
-  // GEMM left in cache.
+  // the output first), and the activation or its gradient runs in its epilogue: on each tile of the
+  // output once complete, by the thread that computed it, while the tile is in its cache
+  // (gemm_set_then). An element's operations are the passes' own, in the same order.
   void dense_forward(const float* a, const float* w, const float* b, long m, long in, long out, float* z,
                      Activation f, float* act) override {
     // z = b + a w: each chain starts from the bias in the GEMM's registers (no pass filling z first).
-    reprun::gemm_set(m, out, in, MatView{a, in, 1}, w, out, b, z, out, m_pool);
-    if (act) {
-      activation(f, z, act, static_cast<size_t>(m * out));
+    if (!act) {
+      reprun::gemm_set(m, out, in, MatView{a, in, 1}, w, out, b, z, out, m_pool);
+      return;
     }
+    reprun::gemm_set_then(m, out, in, MatView{a, in, 1}, w, out, b, z, out, m_pool, [&](long i0, long j0, long tm, long tn) {
+      for (long r = i0; r < i0 + tm; ++r) {
+        activation(f, z + r * out + j0, act + r * out + j0, static_cast<size_t>(tn));
+      }
+    });
   }
 
   void dense_backward_data(const float* g, const float* wt, long m, long out, long in, const float* mask,
                            Activation f, const float* z, float* dh, float* gz) override {
-    const size_t n = static_cast<size_t>(m * in);
-    reprun::gemm_set(m, in, out, MatView{g, out, 1}, wt, in, nullptr, dh, in, m_pool); // from +0.0, no fill pass
-    if (mask) {
-      multiply(dh, mask, n);
-    }
-    activation_grad(f, z, dh, gz, n);
+    // dh from +0.0 (no fill pass), then per tile dh *= mask and gz = dh * f'(z).
+    reprun::gemm_set_then(m, in, out, MatView{g, out, 1}, wt, in, nullptr, dh, in, m_pool,
+                          [&](long i0, long j0, long tm, long tn) {
+                            for (long r = i0; r < i0 + tm; ++r) {
+                              const long at = r * in + j0;
+                              if (mask) {
+                                multiply(dh + at, mask + at, static_cast<size_t>(tn));
+                              }
+                              activation_grad(f, z + at, dh + at, gz + at, static_cast<size_t>(tn));
+                            }
+                          });
   }
 
   void dropout(const DropoutDraw& d, float* act, float* mask, long m, long n) override {
@@ -194,15 +222,35 @@ public:
     }
   }
 
-  // Softmax rows by the functions the CUDA kernels run (elementwise.hpp), each row's loss added
-  // to loss_sum in row order.
+  // Softmax rows by the functions the CUDA kernels run (elementwise.hpp): bands of rows in
+  // parallel, each row's loss kept, then the losses added to loss_sum in row order (the chain of
+  // one thread: the same bits as adding each as its row is done).
   void softmax_xent(const float* logits, const int32_t* y, long m, long C, double inv_batch, float* g,
                     double* loss_sum) override {
-    // elem::softmax_xent_row's expressions, each exponential computed once and kept (the row
-    // function computes it twice, for the sum and for the gradient: the same value both times).
-    m_exps.resize(static_cast<size_t>(C));
-    double* e = m_exps.data();
+    constexpr long k_band = 16;
+    const long bands = (m + k_band - 1) / k_band;
+    m_row_loss.resize(static_cast<size_t>(m));
+    if (bands > 1) {
+      for_each_task(static_cast<int>(bands), [&](int b, int worker) {
+        const long r0 = b * k_band;
+        softmax_rows(logits, y, r0, std::min(m, r0 + k_band), C, inv_batch, g, m_exps[static_cast<size_t>(worker)]);
+      });
+    } else {
+      softmax_rows(logits, y, 0, m, C, inv_batch, g, m_exps[0]);
+    }
     for (long r = 0; r < m; ++r) {
+      *loss_sum += m_row_loss[static_cast<size_t>(r)];
+    }
+  }
+
+  // elem::softmax_xent_row's expressions for rows [r0, r1), each exponential computed once and kept
+  // in `e` (the row function computes it twice, for the sum and for the gradient: the same value
+  // both times); each row's loss into m_row_loss.
+  void softmax_rows(const float* logits, const int32_t* y, long r0, long r1, long C, double inv_batch, float* g,
+                    std::vector<double>& exps) {
+    exps.resize(static_cast<size_t>(C));
+    double* e = exps.data();
+    for (long r = r0; r < r1; ++r) {
       const float* z = logits + r * C;
       float* gr = g + r * C;
       float zmax = z[0];
@@ -214,7 +262,7 @@ public:
         e[j] = mathfn::exp(static_cast<double>(z[j]) - static_cast<double>(zmax));
         sum += e[j];
       }
-      *loss_sum += mathfn::log(sum) - (static_cast<double>(z[y[r]]) - static_cast<double>(zmax));
+      m_row_loss[static_cast<size_t>(r)] = mathfn::log(sum) - (static_cast<double>(z[y[r]]) - static_cast<double>(zmax));
       for (long j = 0; j < C; ++j) {
         gr[j] = static_cast<float>((e[j] / sum - (j == y[r] ? 1.0 : 0.0)) * inv_batch);
       }
@@ -241,10 +289,25 @@ public:
   }
 
   void weight_grad_from_zero(const float* a, const float* g, long m, long in, long out, float* gw, float* gb) override {
-    // Each chain starts from +0.0 in the GEMM's registers (gemm_set), as weight_grad's from zeroed gw.
-    reprun::gemm_set(in, out, m, MatView{a, 1, in}, g, out, nullptr, gw, out, m_pool);
-    std::fill(gb, gb + out, 0.0f);
-    add_column_sums(g, 0, m, out, gb);
+    if (in <= 0) {
+      std::fill(gb, gb + out, 0.0f);
+      add_column_sums(g, 0, m, out, gb);
+      return;
+    }
+    // Each chain starts from +0.0 in the GEMM's registers (gemm_set), as weight_grad's from zeroed
+    // gw; the tiles of the first rows of gw also sum their columns of g into gb (each column one
+    // chain over the rows in order, add_column_sums' chain), in the product's parallel loop.
+    reprun::gemm_set_then(in, out, m, MatView{a, 1, in}, g, out, nullptr, gw, out, m_pool,
+                          [&](long i0, long j0, long, long tn) {
+                            if (i0 == 0) {
+                              std::fill(gb + j0, gb + j0 + tn, 0.0f);
+                              for (long r = 0; r < m; ++r) {
+                                for (long o = j0; o < j0 + tn; ++o) {
+                                  gb[o] += g[r * out + o];
+                                }
+                              }
+                            }
+                          });
   }
 
   // Each task's update, and with `sq` its weights' sum of squares in the same pass (update_loops.hpp).
@@ -264,7 +327,8 @@ public:
   }
 
 private:
-  std::vector<double> m_exps; // softmax_xent's exponentials of one row
+  std::vector<std::vector<double>> m_exps; // per worker: softmax_xent's exponentials of one row
+  std::vector<double> m_row_loss;          // softmax_xent: each row's loss, added in row order
   template <class F> void for_each_task(int n, F&& f) {
     if (m_pool) {
       m_pool->parallel_for(n, f);

@@ -90,8 +90,9 @@ void gemm_tile_portable(long m, long n, long K, MatView A, const float* B, long 
 
 namespace {
 
+// With `done`, each tile once computed is handed to it (gemm_set_then).
 void gemm_run(long M, long N, long K, MatView A, const float* B, long ldb, float* C, long ldc, ThreadPool* pool,
-              bool set, const float* row) {
+              bool set, const float* row, const TileDone* done = nullptr) {
   if (M <= 0 || N <= 0) {
     return;
   }
@@ -104,6 +105,9 @@ void gemm_run(long M, long N, long K, MatView A, const float* B, long ldb, float
           C[i * ldc + j] = row ? row[j] : 0.0f;
         }
       }
+    }
+    if (done) {
+      (*done)(0, 0, M, N);
     }
     return;
   }
@@ -127,6 +131,9 @@ void gemm_run(long M, long N, long K, MatView A, const float* B, long ldb, float
     } else {
       detail::gemm_tile_portable(m, n, K, a, b, ldb, c, ldc, init);
     }
+    if (done) {
+      (*done)(i0, j0, m, n);
+    }
   };
   const int tasks = static_cast<int>(tiles_m * tiles_n);
   if (pool && pool->size() > 1 && tasks > 1) {
@@ -148,6 +155,11 @@ void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float
 void gemm_set(long M, long N, long K, MatView A, const float* B, long ldb, const float* row, float* C, long ldc,
               ThreadPool* pool) {
   gemm_run(M, N, K, A, B, ldb, C, ldc, pool, true, row);
+}
+
+void gemm_set_then(long M, long N, long K, MatView A, const float* B, long ldb, const float* row, float* C, long ldc,
+                   ThreadPool* pool, const TileDone& done) {
+  gemm_run(M, N, K, A, B, ldb, C, ldc, pool, true, row, &done);
 }
 
 } // namespace reprun

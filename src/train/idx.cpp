@@ -58,7 +58,7 @@ Dataset parse_idx(const std::string& img, const std::string& images, const std::
   Dataset d;
   d.n = static_cast<long>(n);
   d.features = static_cast<long>(rows * cols);
-  d.x.resize(n * rows * cols);
+  size_features(d, n * rows * cols);
   for (size_t i = 0; i < d.x.size(); ++i) {
     d.x[i] = static_cast<float>(static_cast<unsigned char>(img[16 + i]));
   }

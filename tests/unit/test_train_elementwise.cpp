@@ -168,6 +168,105 @@ TEST_CASE("Activations, their gradients, dropout and multiply per element equal 
   CHECK(same_bits(x, rx));
 }
 
+TEST_CASE("A dense layer's passes in the GEMM's epilogue equal the GEMM then each pass, every kernel and thread count") {
+  // dense_forward: z = b + a W, then act = f(z); dense_backward_data: dh = g W^T from +0, dh *=
+  // mask, gz = dh * f'(z). Their epilogues run on each tile of the product: the bits must be those
+  // of the passes run one after the other over the whole output.
+  struct Shape {
+    long m, in, out;
+  };
+  for (const Shape s : {Shape{128, 784, 256}, Shape{128, 256, 256}, Shape{53, 17, 300}, Shape{1, 3, 1}}) {
+    const size_t nz = static_cast<size_t>(s.m * s.out), nh = static_cast<size_t>(s.m * s.in);
+    const auto a = random_values(static_cast<size_t>(s.m * s.in), 20), w = random_values(static_cast<size_t>(s.in * s.out), 21, 0.1f);
+    const auto b = random_values(static_cast<size_t>(s.out), 22), g = random_values(nz, 23, 0.01f);
+    const auto zin = random_values(nh, 24, 3.0f), mask = random_values(nh, 25);
+    std::vector<float> wt(static_cast<size_t>(s.in * s.out));
+    for (long i = 0; i < s.in; ++i) {
+      for (long o = 0; o < s.out; ++o) {
+        wt[static_cast<size_t>(o * s.in + i)] = w[static_cast<size_t>(i * s.out + o)];
+      }
+    }
+    for (const char* kernel : {"portable", "avx2", "avx512"}) {
+      gemm_force_kernel(kernel); // capped at what this CPU has
+      for (Activation f : {Activation::relu, Activation::tanh}) {
+        auto ref_be = make_cpu_backend(nullptr);
+        std::vector<float> rz(nz), ract(nz), rdh(nh), rgz(nh);
+        gemm_set(s.m, s.out, s.in, MatView{a.data(), s.in, 1}, w.data(), s.out, b.data(), rz.data(), s.out, nullptr);
+        ref_be->activation(f, rz.data(), ract.data(), nz);
+        for (bool masked : {false, true}) {
+          gemm_set(s.m, s.in, s.out, MatView{g.data(), s.out, 1}, wt.data(), s.in, nullptr, rdh.data(), s.in, nullptr);
+          if (masked) {
+            ref_be->multiply(rdh.data(), mask.data(), nh);
+          }
+          ref_be->activation_grad(f, zin.data(), rdh.data(), rgz.data(), nh);
+          for (int threads : {1, 2}) {
+            ThreadPool pool(threads);
+            auto be = make_cpu_backend(&pool);
+            std::vector<float> z(nz, -1.0f), act(nz, -1.0f), dh(nh, -1.0f), gz(nh, -1.0f);
+            be->dense_forward(a.data(), w.data(), b.data(), s.m, s.in, s.out, z.data(), f, act.data());
+            be->dense_backward_data(g.data(), wt.data(), s.m, s.out, s.in, masked ? mask.data() : nullptr, f,
+                                    zin.data(), dh.data(), gz.data());
+            CAPTURE(kernel);
+            CAPTURE(threads);
+            CAPTURE(s.m);
+            CAPTURE(s.in);
+            CAPTURE(s.out);
+            CHECK(same_bits(z, rz));
+            CHECK(same_bits(act, ract));
+            CHECK(same_bits(dh, rdh));
+            CHECK(same_bits(gz, rgz));
+          }
+        }
+      }
+    }
+    gemm_force_kernel("");
+  }
+}
+
+TEST_CASE("Transposes and softmax split over threads give the bits of one thread") {
+  for (auto [rows, cols] : {std::pair{256L, 256L}, {784L, 256L}, {300L, 130L}, {256L, 10L}, {33L, 5L}}) {
+    const auto w = random_values(static_cast<size_t>(rows * cols), 30);
+    std::vector<float> ref(w.size());
+    for (long i = 0; i < rows; ++i) {
+      for (long o = 0; o < cols; ++o) {
+        ref[static_cast<size_t>(o * rows + i)] = w[static_cast<size_t>(i * cols + o)];
+      }
+    }
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      auto be = make_cpu_backend(&pool);
+      std::vector<float> wt(w.size(), -1.0f);
+      be->transpose(w.data(), rows, cols, wt.data());
+      CHECK(same_bits(wt, ref));
+    }
+  }
+  for (long m : {128L, 37L, 16L, 1L}) {
+    const long C = 10;
+    const auto logits = random_values(static_cast<size_t>(m * C), 31, 8.0f);
+    std::vector<int32_t> y(static_cast<size_t>(m));
+    for (long r = 0; r < m; ++r) {
+      y[static_cast<size_t>(r)] = static_cast<int32_t>((r * 3) % C);
+    }
+    std::vector<float> rg(static_cast<size_t>(m * C));
+    double rloss = 0.125; // a chain another micro-batch began
+    for (long r = 0; r < m; ++r) {
+      rloss += elem::softmax_xent_row(logits.data() + r * C, y[static_cast<size_t>(r)], C, 1.0 / 128.0,
+                                      rg.data() + r * C);
+    }
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      auto be = make_cpu_backend(&pool);
+      std::vector<float> g(rg.size(), -1.0f);
+      double loss = 0.125;
+      be->softmax_xent(logits.data(), y.data(), m, C, 1.0 / 128.0, g.data(), &loss);
+      CAPTURE(m);
+      CAPTURE(threads);
+      CHECK(same_bits(loss, rloss));
+      CHECK(same_bits(g, rg));
+    }
+  }
+}
+
 TEST_CASE("The first weight gradient of a step, from whatever gw holds, equals zeroing it and weight_grad") {
   const long m = 24, in = 300, out = 130; // tiles with edges on both sides
   for (int threads : {1, 2}) {

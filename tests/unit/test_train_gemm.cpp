@@ -2,6 +2,7 @@
 #include "reprun/train/rng.hpp"
 #include "reprun/core/threadpool.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <doctest/doctest.h>
@@ -102,6 +103,42 @@ TEST_CASE("gemm_set gives the bits of a fill and gemm_acc, on every kernel, edge
           gemm_set(M, N, K, MatView{A.data(), K, 1}, B.data(), N, with_row ? bias.data() : nullptr, set.data(), N, p);
           CHECK_MESSAGE(same_bits(set, filled), k << " M=" << M << " N=" << N << " K=" << K << " row=" << with_row);
         }
+      }
+    }
+  }
+  gemm_force_kernel(best);
+}
+
+TEST_CASE("gemm_set_then hands over every tile once, complete, with gemm_set's bits, on every kernel and thread count") {
+  const std::string best = gemm_kernel_name();
+  ThreadPool pool(2);
+  // Batch-sized and tall shapes (24- and 96-row tiles), ragged columns, a single tile, K = 0.
+  for (auto [M, N, K] : {std::tuple{128L, 256L, 784L}, {784L, 256L, 128L}, {53L, 300L, 17L}, {1L, 1L, 1L},
+                         {6L, 130L, 0L}}) {
+    auto A = random_matrix(M * std::max(K, 1L), 11), B = random_matrix(std::max(K, 1L) * N, 12);
+    auto bias = random_matrix(N, 13);
+    for (const char* k : {"portable", "avx2-fma", "avx512"}) {
+      gemm_force_kernel(k);
+      std::vector<float> ref(static_cast<size_t>(M * N));
+      gemm_set(M, N, K, MatView{A.data(), K, 1}, B.data(), N, bias.data(), ref.data(), N, nullptr);
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        std::vector<float> c = random_matrix(M * N, 14);
+        std::vector<float> seen(static_cast<size_t>(M * N), std::nanf(""));
+        std::vector<int> times(static_cast<size_t>(M * N), 0);
+        gemm_set_then(M, N, K, MatView{A.data(), K, 1}, B.data(), N, bias.data(), c.data(), N, p,
+                      [&](long i0, long j0, long m, long n) {
+                        // Each element of the tile is final when the tile is handed over: copied
+                        // now, it must equal what gemm_set stores.
+                        for (long i = i0; i < i0 + m; ++i) {
+                          for (long j = j0; j < j0 + n; ++j) {
+                            seen[static_cast<size_t>(i * N + j)] = c[static_cast<size_t>(i * N + j)];
+                            ++times[static_cast<size_t>(i * N + j)];
+                          }
+                        }
+                      });
+        CHECK_MESSAGE(same_bits(c, ref), k << " M=" << M << " N=" << N << " K=" << K);
+        CHECK_MESSAGE(same_bits(seen, ref), k << " M=" << M << " N=" << N << " K=" << K);
+        CHECK(std::all_of(times.begin(), times.end(), [](int t) { return t == 1; }));
       }
     }
   }

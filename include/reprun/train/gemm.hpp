@@ -12,6 +12,7 @@
 
 #include "reprun/train/backend.hpp"
 
+#include <functional>
 #include <string>
 
 namespace reprun {
@@ -27,6 +28,17 @@ void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float
 // gemm_acc, without that pass over C.
 void gemm_set(long M, long N, long K, MatView A, const float* B, long ldb, const float* row, float* C, long ldc,
               ThreadPool* pool);
+
+// What gemm_set_then does with each tile of C once it is complete: an element-wise pass over rows
+// [i0, i0 + m) and columns [j0, j0 + n) of C, on the thread that computed the tile, while the tile
+// is in its cache.
+using TileDone = std::function<void(long i0, long j0, long m, long n)>;
+
+// gemm_set, each tile then handed to `done`: a pass over the product's output (an activation, its
+// gradient) split as the product's tiles are, instead of a pass of its own over C. The tiles and
+// the threads that take them are gemm_set's; `done` must only touch what its tile owns.
+void gemm_set_then(long M, long N, long K, MatView A, const float* B, long ldb, const float* row, float* C, long ldc,
+                   ThreadPool* pool, const TileDone& done);
 
 // Which kernel runs on this CPU: "avx512", "avx2-fma" or "portable".
 std::string gemm_kernel_name();
