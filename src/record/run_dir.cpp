@@ -336,6 +336,9 @@ void RunDir::write_summary(const RunSummary& s) const {
   if (s.steps_per_second) {
     j["steps_per_second"] = *s.steps_per_second;
   }
+  if (s.gemm_seconds) {
+    j["gemm_seconds"] = *s.gemm_seconds;
+  }
   if (s.steps_log) {
     j["steps_log"] = facts_json(*s.steps_log);
   }

@@ -18,6 +18,7 @@
 #include <immintrin.h>
 #endif
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -52,6 +53,19 @@ void add_column_sums(const float* g, long r0, long r1, long out, float* gb) {
   }
 }
 
+// Adds the wall time of its scope to `total`: the time of a call that runs matrix products.
+class GemmClock {
+public:
+  explicit GemmClock(double& total) : m_total(total), m_start(std::chrono::steady_clock::now()) {}
+  ~GemmClock() { m_total += std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count(); }
+  GemmClock(const GemmClock&) = delete;
+  GemmClock& operator=(const GemmClock&) = delete;
+
+private:
+  double& m_total;
+  std::chrono::steady_clock::time_point m_start;
+};
+
 // The optimizer's loops of the kernel set in use (REPRUN_GEMM_KERNEL caps both): the same bits in each.
 const detail::UpdateKernels& update_kernels() {
   static const detail::UpdateKernels k_portable{detail::sgd_loop, detail::adam_loop};
@@ -66,6 +80,7 @@ public:
       m_partial(static_cast<size_t>(pool ? pool->size() : 1)) {}
 
   nlohmann::ordered_json kernels() const override { return kernel_facts(); }
+  std::optional<double> gemm_seconds() const override { return m_gemm_seconds; }
 
   // The CPU computes on host memory: buffers are plain allocations, read and written in place.
   bool host_memory() const override { return true; }
@@ -83,6 +98,7 @@ public:
   void zero(void* p, size_t bytes) override { std::memset(p, 0, bytes); }
 
   void gemm_acc(long M, long N, long K, MatView A, const float* B, long ldb, float* C, long ldc) override {
+    const GemmClock clock(m_gemm_seconds);
     reprun::gemm_acc(M, N, K, A, B, ldb, C, ldc, m_pool);
   }
 
@@ -177,6 +193,7 @@ public:
   void dense_forward(const float* a, const float* w, const float* b, long m, long in, long out, float* z,
                      Activation f, float* act) override {
     // z = b + a w: each chain starts from the bias in the GEMM's registers (no pass filling z first).
+    const GemmClock clock(m_gemm_seconds);
     if (!act) {
       reprun::gemm_set(m, out, in, MatView{a, in, 1}, w, out, b, z, out, m_pool);
       return;
@@ -191,6 +208,7 @@ public:
   void dense_backward_data(const float* g, const float* wt, long m, long out, long in, const float* mask,
                            Activation f, const float* z, float* dh, float* gz) override {
     // dh from +0.0 (no fill pass), then per tile dh *= mask and gz = dh * f'(z).
+    const GemmClock clock(m_gemm_seconds);
     reprun::gemm_set_then(m, in, out, MatView{g, out, 1}, wt, in, nullptr, dh, in, m_pool,
                           [&](long i0, long j0, long tm, long tn) {
                             for (long r = i0; r < i0 + tm; ++r) {
@@ -281,6 +299,7 @@ public:
                    float* gb) override {
     if (red == Reduction::ordered) {
       // gw (in, out) += a^T (in, m) * g (m, out): a chain over samples in order, tiles in parallel.
+      const GemmClock clock(m_gemm_seconds);
       reprun::gemm_acc(in, out, m, MatView{a, 1, in}, g, out, gw, out, m_pool);
       add_column_sums(g, 0, m, out, gb);
       return;
@@ -294,6 +313,7 @@ public:
       add_column_sums(g, 0, m, out, gb);
       return;
     }
+    const GemmClock clock(m_gemm_seconds);
     // Each chain starts from +0.0 in the GEMM's registers (gemm_set), as weight_grad's from zeroed
     // gw; the tiles of the first rows of gw also sum their columns of g into gb (each column one
     // chain over the rows in order, add_column_sums' chain), in the product's parallel loop.
@@ -374,6 +394,7 @@ private:
   }
 
   ThreadPool* m_pool;
+  double m_gemm_seconds = 0.0; // gemm_seconds(): the calls' wall time, on the calling thread
   std::vector<std::vector<float>> m_partial; // per worker: atomic-mode partial gradient
 };
 

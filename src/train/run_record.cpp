@@ -177,6 +177,7 @@ RunSummary summary_of(const TrainResult& r, long total, const AppendLog& steps, 
   }
   s.wall_seconds = r.wall_seconds;
   s.steps_per_second = r.steps_per_second;
+  s.gemm_seconds = r.gemm_seconds;
   s.steps_log = steps.facts();
   s.evals_log = evals.facts();
   return s;

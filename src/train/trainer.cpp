@@ -401,6 +401,7 @@ private:
     m_res.wall_seconds = std::chrono::duration<double>(now - m_t_start).count();
     const double loop_s = std::chrono::duration<double>(now - m_t_loop).count();
     m_res.steps_per_second = loop_s > 0 ? static_cast<double>(m_done) / loop_s : 0.0;
+    m_res.gemm_seconds = m_be.gemm_seconds();
   }
   // Written at the start, after every checkpoint and at the end. What is not known yet (no step
   // of this run, or none of this process, has been timed) is null, never a zero.
@@ -409,6 +410,7 @@ private:
       RunSummary sum = summary_of(m_res, m_s.plan.total_steps, *m_steps, *m_evals);
       if (m_done == 0) {
         sum.steps_per_second.reset();
+        sum.gemm_seconds.reset();
       }
       m_s.run->write_summary(sum);
     }

@@ -13,7 +13,7 @@ python3 - "$T/k5/summary.json" <<'PY' || fail "killed at 5: $(cat "$T/k5/summary
 import json, sys
 s = json.load(open(sys.argv[1]))
 assert s["status"] == "running" and s["steps"] == 0, s
-assert s["train_loss"] is None and s.get("steps_per_second") is None, s
+assert s["train_loss"] is None and s.get("steps_per_second") is None and s.get("gemm_seconds") is None, s
 PY
 NO_COLOR=1 expect_rc 1 "$REPRUN" diff "$T/k5" "$T/full"
 grep -qE '^  train_loss +- +[0-9]' "$T/out" || fail "diff should print an unknown train_loss as -: $(cat "$T/out")"
@@ -25,6 +25,8 @@ s = json.load(open(sys.argv[1]))
 loss = {r["step"]: r.get("loss") for r in map(json.loads, open(sys.argv[2]))}
 assert s["status"] == "running" and s["steps"] == 20 and s["train_loss"] == loss[20], (s, loss[20])
 assert s["steps_per_second"] > 0 and s["steps_log"]["records"] == 21, s
+# The loop's time in the matrix products (CPU backend): part of the loop's time, never more.
+assert 0 < s["gemm_seconds"] < 20 / s["steps_per_second"], s
 PY
 
 # Item 6: the learning rate edited in the manifest of the killed run.

@@ -236,6 +236,7 @@ TEST_CASE("RunDir: every summary key, in order, with infinities named") {
   s.val_accuracy = 1.0;
   s.wall_seconds = 0.5;
   s.steps_per_second = 14.0;
+  s.gemm_seconds = 0.25;
   s.steps_log = LogFacts{8, "xxh3:a"};
   s.evals_log = LogFacts{1, "xxh3:b"};
   run.write_summary(s);
@@ -243,7 +244,7 @@ TEST_CASE("RunDir: every summary key, in order, with infinities named") {
         "{\n  \"format\": \"reprun.run/1\",\n  \"status\": \"interrupted\",\n  \"exit_code\": 0,\n  \"steps\": 7,\n"
         "  \"total_steps\": 10,\n  \"train_loss\": \"Infinity\",\n  \"val_loss\": \"-Infinity\",\n"
         "  \"val_accuracy\": 1.0,\n  \"wall_seconds\": 0.5,\n  \"steps_per_second\": 14.0,\n"
-        "  \"steps_log\": {\n    \"records\": 8,\n    \"xxh3\": \"xxh3:a\"\n  },\n"
+        "  \"gemm_seconds\": 0.25,\n  \"steps_log\": {\n    \"records\": 8,\n    \"xxh3\": \"xxh3:a\"\n  },\n"
         "  \"evals_log\": {\n    \"records\": 1,\n    \"xxh3\": \"xxh3:b\"\n  }\n}\n");
   // A train loss without eval fields: train_loss only.
   RunSummary l;

@@ -66,6 +66,7 @@ struct RunSummary {
   std::optional<double> val_loss, val_accuracy;
   double wall_seconds = 0.0;
   std::optional<double> steps_per_second;
+  std::optional<double> gemm_seconds; // train on the CPU: the loop's wall time in the matrix products
   std::optional<LogFacts> steps_log, evals_log;
   std::optional<LogFacts> inputs_log; // exec: inputs.jsonl, what the program read
   std::optional<LogFacts> op_trace_log; // exec --trace-steps: ops.jsonl, the op trace of the first steps

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,10 @@ public:
   virtual ~Backend() = default;
   // The kernels chosen, for the manifest: {"gemm": "avx512"}.
   virtual nlohmann::ordered_json kernels() const = 0;
+  // Wall time spent in the matrix products (their prologues and epilogues included) since the
+  // backend was made, where the products run in the calls (the CPU backend); nullopt where a call
+  // only queues its work (CUDA).
+  virtual std::optional<double> gemm_seconds() const { return std::nullopt; }
 
   // ---- memory -------------------------------------------------------------------------------
   // Whether the backend computes on host memory (the CPU backend): then the host may read and

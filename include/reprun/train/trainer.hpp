@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,8 @@ struct TrainResult {
   bool has_val = false;
   double wall_seconds = 0.0;
   double steps_per_second = 0.0;
+  // The loop's wall time in the matrix products, where the backend times them (the CPU backend).
+  std::optional<double> gemm_seconds;
   bool already_complete = false; // --resume of a complete run: nothing trained, metrics from its summary
   bool launched = false;         // --ranks: the ranks under mpirun trained and printed; metrics from the summary
   bool other_rank = false;       // a rank other than 0 of a run over several: rank 0 reports, this one keeps quiet
