@@ -110,26 +110,12 @@ public:
 
   void transpose(const float* w, long rows, long cols, float* wt) override {
     // In 32x32 blocks so that both sides stay in cache; within a block, 4x4 tiles transposed in SSE
-    // registers (a copy: the values are the same whichever way they move). Bands of 32 rows of w
-    // (columns of wt) in parallel where there are enough of them to pay for it.
+    // registers (a copy: the values are the same whichever way they move). On one thread: bands of
+    // rows over two were no faster (the data-gradient product then reads wt from both cores).
     constexpr long k_b = 32;
-    const long bands = (rows + k_b - 1) / k_b;
-    if (bands > 1 && rows * cols >= 32768) {
-      for_each_task(static_cast<int>(bands), [&](int band, int) {
-        const long i0 = band * k_b;
-        transpose_rows(w, rows, cols, wt, i0, std::min(rows, i0 + k_b));
-      });
-      return;
-    }
-    transpose_rows(w, rows, cols, wt, 0, rows);
-  }
-
-  // Rows [r0, r1) of w into columns [r0, r1) of wt.
-  static void transpose_rows(const float* w, long rows, long cols, float* wt, long r0, long r1) {
-    constexpr long k_b = 32;
-    for (long i0 = r0; i0 < r1; i0 += k_b) {
+    for (long i0 = 0; i0 < rows; i0 += k_b) {
       for (long o0 = 0; o0 < cols; o0 += k_b) {
-        const long i1 = std::min(r1, i0 + k_b), o1 = std::min(cols, o0 + k_b);
+        const long i1 = std::min(rows, i0 + k_b), o1 = std::min(cols, o0 + k_b);
         long i = i0;
 #if defined(__SSE2__)
         for (; i + 4 <= i1; i += 4) {

@@ -223,7 +223,34 @@ TEST_CASE("A dense layer's passes in the GEMM's epilogue equal the GEMM then eac
   }
 }
 
-TEST_CASE("Transposes and softmax split over threads give the bits of one thread") {
+TEST_CASE("A hint of rows to prefetch changes no value, whatever the rows and the tiles that fetch them") {
+  const long m = 128, in = 784, out = 256;
+  const auto a = random_values(static_cast<size_t>(m * in), 40), w = random_values(static_cast<size_t>(in * out), 41, 0.1f);
+  const auto b = random_values(static_cast<size_t>(out), 42);
+  const auto data = random_values(static_cast<size_t>(1000 * 77), 43); // rows of 77 floats: not whole lines
+  std::vector<float> ref(static_cast<size_t>(m * out)), ref_act(ref.size());
+  make_cpu_backend(nullptr)->dense_forward(a.data(), w.data(), b.data(), m, in, out, ref.data(), Activation::relu,
+                                           ref_act.data());
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    auto be = make_cpu_backend(&pool);
+    for (size_t n : {size_t{0}, size_t{1}, size_t{128}, size_t{1000}}) {
+      std::vector<const void*> rows;
+      for (size_t r = 0; r < n; ++r) {
+        rows.push_back(data.data() + (r * 389) % 1000 * 77); // scattered, as a batch's rows are
+      }
+      be->prefetch_rows(rows.data(), rows.size(), 77 * sizeof(float));
+      for (int pass = 0; pass < 3; ++pass) { // the hint used up, then left spent
+        std::vector<float> z(ref.size(), -1.0f), act(ref.size(), -1.0f);
+        be->dense_forward(a.data(), w.data(), b.data(), m, in, out, z.data(), Activation::relu, act.data());
+        CHECK(same_bits(z, ref));
+        CHECK(same_bits(act, ref_act));
+      }
+    }
+  }
+}
+
+TEST_CASE("Transposes, and softmax split over threads, give the bits of one thread") {
   for (auto [rows, cols] : {std::pair{256L, 256L}, {784L, 256L}, {300L, 130L}, {256L, 10L}, {33L, 5L}}) {
     const auto w = random_values(static_cast<size_t>(rows * cols), 30);
     std::vector<float> ref(w.size());

@@ -100,6 +100,17 @@ public:
   // Zero bytes (+0.0 in every float and double).
   virtual void zero(void* p, size_t bytes) = 0;
 
+  // A hint, with no effect on any value: the host will read these `n` rows of `bytes` each (host
+  // memory: the next step's batch, gathered from the data set) before the next call of this hint.
+  // A backend whose products run on the host may fetch them into the cache a little at a time
+  // while its products compute (the CPU backend, at the end of each tile), so that the rows, read
+  // at random from a data set larger than the cache, come from it rather than from DRAM.
+  virtual void prefetch_rows(const void* const* rows, size_t n, size_t bytes) {
+    (void)rows;
+    (void)n;
+    (void)bytes;
+  }
+
   // ---- compute ------------------------------------------------------------------------------
 
   // C (M x N, row-major, leading dimension ldc) += A (M x K) * B (K x N, row-major, ldb).
