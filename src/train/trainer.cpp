@@ -283,6 +283,7 @@ class BatchGatherer {
   long m_b, m_f;
   long m_cached_epoch = -1;
   std::vector<uint32_t> m_order;
+  std::vector<const void*> m_next; // hint_next's rows
 
 public:
   explicit BatchGatherer(const Session& s)
@@ -302,6 +303,7 @@ public:
       idx[static_cast<size_t>(r)] = m_s.split.train[m_order[static_cast<size_t>(b0 + r)]];
     }
     copy_rows(bsz);
+    hint_next(b0 + bsz);
     return bsz;
   }
 
@@ -310,6 +312,19 @@ public:
   std::vector<uint32_t> idx;
 
 private:
+  // The rows of the epoch's next step, from position `b0` of its order, named to the backend
+  // (prefetch_rows) so that it may fetch them while this step computes: a hint, no value changes.
+  // The first step of an epoch is not hinted (its order is drawn when it starts).
+  void hint_next(long b0) {
+    const long n = std::min(m_b, m_s.plan.train_samples - b0);
+    m_next.clear();
+    const size_t F = static_cast<size_t>(m_f);
+    for (long r = 0; r < n; ++r) {
+      m_next.push_back(&m_s.data.x[static_cast<size_t>(m_s.split.train[m_order[static_cast<size_t>(b0 + r)]]) * F]);
+    }
+    m_s.backend->prefetch_rows(m_next.data(), m_next.size(), F * sizeof(float));
+  }
+
   // In chunks of 16 rows across the threads (each row has one writer). Rows are scattered over
   // the dataset, so the next ones are prefetched while one is copied.
   void copy_rows(long bsz) {
