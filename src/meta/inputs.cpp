@@ -215,9 +215,11 @@ template <class F> void list_folder(InputFile& f, bool check, F&& made_by_run, c
 struct Seen {
   InputFile f;
   long first = 0;          // the index of its first event
-  bool first_writes = false;
+  bool first_writes = false; // its first open that opened it wrote and did not read, or created it
+  bool decided = false;      // an open that opened it has been seen (first_writes is its)
   bool ok_open = false;    // some open succeeded
   bool created = false;    // an open with O_CREAT made it
+  bool made = false;       // made so under its own name (not a .pyc taken for its source)
   bool module = false;     // Python imported it
   bool image = false;      // a process ran it: its executable (a program built in the project: code)
   bool up = false;         // the program named it by a path that went up a folder (../data/t.csv)
@@ -275,7 +277,6 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     if (added) {
       s.first = n;
       s.f.folder = folder;
-      s.first_writes = writes && !reads;
       s.f.opened_by = opened_by();
       if (fe) {
         s.f.size = fe->size;
@@ -289,8 +290,12 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     s.f.written = s.f.written || writes;
     s.ok_open = s.ok_open || ok;
     s.created = s.created || created;
-    if (added && created) {
-      s.first_writes = true;
+    s.made = s.made || (created && path == std::string_view(raw));
+    if (ok && !s.decided) {
+      // The first open that opened something says whether the run read the file before writing it:
+      // an open that failed read nothing (a linker that tries its output O_RDWR, then creates it).
+      s.decided = true;
+      s.first_writes = created || (writes && !reads);
     }
     ++n;
     return &s;
@@ -469,7 +474,9 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
                             !own && !interpreter && !(hidden_below_cwd(path) && !named);
     if (own || interpreter || kernel_path(path)) {
       f.cls = "other"; // reprun's own files, the interpreter's, devices and the kernel's (/dev/null written)
-    } else if ((s.first_writes && !s.module) || opt.written_earlier.count(s.f.path)) {
+    } else if ((s.first_writes && (!s.module || s.made)) || opt.written_earlier.count(s.f.path)) {
+      // A module counts as written only when the run made the module's own file (torch.compile's
+      // kernels, built and then imported): a .pyc written beside a source is not the source.
       f.cls = "written";
     } else if (!data_place && !(s.module && !system_own_path(path) && !hidden_component(path))) {
       f.cls = "other"; // a module imported from outside the system's folders is code: ../lib, /var/lib/jenkins/...

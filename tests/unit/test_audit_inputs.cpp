@@ -442,6 +442,72 @@ TEST_CASE("Inputs: an extension module built in the project is code; a data set 
   }
 }
 
+TEST_CASE("Inputs: a file whose first open failed and that the run then created is written, not read") {
+  // A linker tries its output read-write (ENOENT), then creates it; later the program loads it.
+  testing::TempDir t;
+  const std::string so = t.path() + "/kernel.main.so";
+  std::ofstream(so) << "ELF";
+  FilesLog log;
+  FileEvent tried;
+  tried.pid = 8;
+  tried.event = 'O';
+  tried.a = O_RDWR;
+  tried.b = -2; // ENOENT
+  tried.path = so;
+  FileEvent made = tried;
+  made.a = O_RDWR | k_open_created;
+  made.b = 4;
+  FileEvent loaded = tried;
+  loaded.pid = 7;
+  loaded.a = O_RDONLY;
+  loaded.b = 5;
+  log.events = {tried, made, loaded};
+  InputsOptions opt;
+  opt.cwd = t.path();
+  const InputsRecord r = record_inputs(log, opt, [](long, const std::string&, bool) {});
+  REQUIRE(r.files.size() == 1);
+  CHECK(r.files[0].path == "kernel.main.so");
+  CHECK(r.files[0].cls == "written");
+  CHECK(!r.files[0].existed);
+  // The same failed open before a read of a file that was there: read, an input.
+  FilesLog log2;
+  FileEvent read = tried;
+  read.a = O_RDONLY;
+  read.b = 3;
+  log2.events = {tried, read};
+  const InputsRecord r2 = record_inputs(log2, opt, [](long, const std::string&, bool) {});
+  REQUIRE(r2.files.size() == 1);
+  CHECK(r2.files[0].cls == "data");
+  CHECK(r2.files[0].existed);
+  // A module the run built and then imported (torch.compile's kernels): written, not code read
+  // empty; a .pyc the run wrote beside a source it imported leaves the source code.
+  FilesLog log3;
+  FileEvent built = made;
+  built.a = O_RDWR | O_CREAT | k_open_created;
+  log3.events = {built};
+  PyFileEvent imported;
+  imported.pid = 7;
+  imported.event = "module";
+  imported.mode = "-";
+  imported.path = so;
+  log3.py.push_back(imported);
+  const std::string src = t.path() + "/helper.py";
+  std::ofstream(src) << "x = 1\n";
+  fs::create_directories(t.path() + "/__pycache__");
+  FileEvent pyc = built;
+  pyc.path = t.path() + "/__pycache__/helper.cpython-311.pyc";
+  log3.events.push_back(pyc);
+  imported.path = src;
+  log3.py.push_back(imported);
+  const InputsRecord r3 = record_inputs(log3, opt, [](long, const std::string&, bool) {});
+  std::map<std::string, std::string> cls;
+  for (const auto& f : r3.files) {
+    cls[f.path] = f.cls;
+  }
+  CHECK(cls["kernel.main.so"] == "written");
+  CHECK(cls["helper.py"] == "code");
+}
+
 TEST_CASE("Inputs: a '..' after a symbolic link goes up from the link's target, as the kernel does") {
   testing::TempDir t;
   const std::string w = t.path();
