@@ -4,9 +4,30 @@
 #include "reprun/train/data.hpp"
 #include "reprun/core/error.hpp"
 
+#include <cstdint>
 #include <fmt/format.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 namespace reprun {
+
+// Here rather than in data.cpp: the fuzzing targets link the IDX reader without the rest of data.cpp.
+void size_features(Dataset& d, size_t n) {
+  d.x.clear();
+  d.x.reserve(n); // allocated, not yet touched: the pages come at the first write, below
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr uintptr_t k_huge = uintptr_t{2} << 20;
+  const auto begin = reinterpret_cast<uintptr_t>(d.x.data());
+  const uintptr_t from = (begin + k_huge - 1) & ~(k_huge - 1);
+  const uintptr_t to = (begin + n * sizeof(float)) & ~(k_huge - 1);
+  if (to > from) {
+    // Advice only: where the kernel has no huge pages to give, the pages are the usual ones.
+    (void)::madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
+  }
+#endif
+  d.x.resize(n);
+}
 
 namespace {
 uint32_t be32(const std::string& s, size_t off) {
