@@ -94,8 +94,10 @@ void put_head(Line* l, int64_t pid, char event, const char* a_text, int64_t a, i
     put_u64(l, st->st_dev);
     put_bytes(l, ":", 1);
     put_u64(l, st->st_ino);
+    put_bytes(l, ":", 1);
+    put_i64(l, (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec);
   } else {
-    put_bytes(l, "0\t0\t0:0", 7);
+    put_bytes(l, "0\t0\t0:0:0", 9);
   }
   put_tab(l);
   if (where_len > 0) {

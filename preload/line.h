@@ -23,8 +23,8 @@ void put_bytes(Line* l, const char* s, size_t n);
 void put_i64(Line* l, int64_t v);
 /* A path's bytes, escaped (\\ \t \n \xHH; bytes >= 0x80 as they are). */
 void put_escaped(Line* l, const char* s, size_t n);
-/* pid, event, a (a_text when not NULL, else the number a), b, size, mtime_ns and dev:ino of st
- * (0, 0, 0:0 when st is NULL), then where (escaped; "-" when where_len is 0), each followed by a
+/* pid, event, a (a_text when not NULL, else the number a), b, size, mtime_ns and dev:ino:ctime_ns of
+ * st (0, 0, 0:0:0 when st is NULL), then where (escaped; "-" when where_len is 0), each followed by a
  * tab: all but the path. */
 void put_head(Line* l, int64_t pid, char event, const char* a_text, int64_t a, int64_t b,
               const struct stat* st, const char* where, size_t where_len);

@@ -10,9 +10,11 @@
  * (an exec's program: PATH search, static check, the child's environment), py_audit.c (a Python
  * process's audit hook in C: the program's line of each open).
  *
- * The log, format reprun.files/2 (the oldest readable; the version lives here and in
- * docs/ARCHITECTURE.md, not in the file): one record per line, nine fields split by tabs.
- *   line  := pid TAB event TAB a TAB b TAB size TAB mtime_ns TAB dev ":" ino TAB where TAB path LF
+ * The log, format reprun.files/3 (reprun reads /2 too, whose records lack ctime_ns; the version
+ * lives here and in docs/ARCHITECTURE.md, not in the file): one record per line, nine fields split
+ * by tabs.
+ *   line  := pid TAB event TAB a TAB b TAB size TAB mtime_ns TAB dev ":" ino ":" ctime_ns TAB where
+ *            TAB path LF
  *   event  a                        b              what
  *   S      ppid                     0              a program image started (every process the
  *                                                  library is loaded into; a child of fork() too,
@@ -34,10 +36,10 @@
  *                                                  t.py < /data/x.csv'`), at most k_max_named_args
  *                                                  a process
  *   e.g. (tabs shown as spaces)
- *          4711 S 4700 0 1265648 1745016454000000000 65024:247101 - /usr/bin/bash
- *          4711 O 1073742401 3 0 1795648802891856258 65024:10971053 - /work/run/out.txt
- *          4711 X ok 0 118456 1663687647000000000 65024:248060 - /usr/bin/sort
- *          4712 O 524288 3 3072 1795648802891856258 65024:10971060 train.py:31 /work/data/a.npy
+ *          4711 S 4700 0 1265648 1745016454000000000 65024:247101:1745016454000000000 - /usr/bin/bash
+ *          4711 O 1073742401 3 0 1795648802891856258 65024:10971053:1795648802891856258 - /work/run/out.txt
+ *          4711 X ok 0 118456 1663687647000000000 65024:248060:1663687647000000000 - /usr/bin/sort
+ *          4712 O 524288 3 3072 1795648802891856258 65024:10971060:1795648802891856258 train.py:31 /work/data/a.npy
  * - O's flags are those the program passed (fopen: those its mode means: r 0,
  *   w O_WRONLY|O_CREAT|O_TRUNC, a O_WRONLY|O_CREAT|O_APPEND, + O_RDWR, x O_EXCL, e O_CLOEXEC), with
  *   0x40000000 added when the call created the file (O_CREAT, the file was not there just before,
@@ -46,9 +48,11 @@
  *   absolute REPRUN_FILES_LOG; static: the program (for a #! script, its interpreter) has no
  *   PT_INTERP. Either way the child writes no record. An X is an attempt: a failed exec leaves an X
  *   and no S; a program that searches PATH itself (Python's subprocess) leaves one X per candidate.
- * - size, mtime_ns (st_mtim in nanoseconds), dev:ino (st_dev and st_ino, decimal): fstat of what was
- *   opened (S: of /proc/self/exe; X: of the program; A: stat of what the argument names); 0, 0, 0:0
- *   when the call failed or the file was not found.
+ * - size, mtime_ns (st_mtim in nanoseconds), dev:ino:ctime_ns (st_dev, st_ino and st_ctim in
+ *   nanoseconds, decimal): fstat of what was opened (S: of /proc/self/exe; X: of the program; A: stat
+ *   of what the argument names); 0, 0, 0:0:0 when the call failed or the file was not found. With
+ *   the ctime, reprun can find a file's digests in its content cache by its state at the open,
+ *   without a stat after the run.
  * - where: "-", or, on an O record of a Python process whose capture armed the audit hook in C
  *   (py_audit.c), the program's line that opened it ("file:line", the file relative to the
  *   directory the capture started in when under it) or "import" (the import system: a module's

@@ -412,7 +412,7 @@ ojson inputs_manifest(const InputsRecord& r) {
   for (const auto& u : r.probes) {
     probes.push_back({{"path", json_name(u.path)}, {"reason", u.reason}});
   }
-  ojson m = {{"recorded", "reprun.files/2"},
+  ojson m = {{"recorded", "reprun.files/3"},
              {"counts",
               {{"data", counts[0]}, {"data_folders", data_folders}, {"code", counts[1]}, {"other", counts[2]},
                {"written", counts[3]}}},

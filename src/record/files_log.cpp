@@ -137,9 +137,12 @@ bool parse_event(std::string_view line, FileEvent& e, LinkResolver& links) {
   } else if (!number(f[2], e.a)) {
     return false;
   }
+  // dev:ino:ctime_ns (reprun.files/3), or dev:ino (/2: no ctime, 0)
   const size_t colon = f[6].find(':');
+  const size_t colon2 = colon == std::string::npos ? colon : f[6].find(':', colon + 1);
   if (!number(f[3], e.b) || !number(f[4], e.size) || !number(f[5], e.mtime_ns) || colon == std::string::npos ||
-      !number(f[6].substr(0, colon), e.dev) || !number(f[6].substr(colon + 1), e.ino)) {
+      !number(f[6].substr(0, colon), e.dev) || !number(f[6].substr(colon + 1, colon2 - colon - 1), e.ino) ||
+      (colon2 != std::string::npos && !number(f[6].substr(colon2 + 1), e.ctime_ns))) {
     return false;
   }
   if (f[7] != "-") {

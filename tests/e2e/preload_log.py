@@ -1,4 +1,4 @@
-"""A strict reader of the preload library's log (reprun.files/2, preload/reprun_preload.c), for the
+"""A strict reader of the preload library's log (reprun.files/3, preload/reprun_preload.c), for the
 e2e tests test_preload_*.sh: every line must parse, or the test fails naming the line.
 Not reprun's reader (that is C++); this one only checks the format and answers the tests' questions.
 """
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 CREATED = 0x40000000
 INT = re.compile(rb"-?[0-9]+")
 UINT = re.compile(rb"[0-9]+")
-DEVINO = re.compile(rb"([0-9]+):([0-9]+)")
+DEVINO = re.compile(rb"([0-9]+):([0-9]+):([0-9]+)")
 
 
 @dataclass
@@ -24,6 +24,7 @@ class Record:
     mtime_ns: int
     dev: int
     ino: int
+    ctime_ns: int
     path: bytes   # unescaped
     cut: bool     # the path ended with the mark "\c"
     where: bytes  # O of a Python process: the program's b"file:line" or b"import"; L: the link's target; else b""
@@ -91,10 +92,10 @@ def parse(path):
                 raise ValueError(f"{where}: {name} {v!r}")
         m = DEVINO.fullmatch(devino)
         if not m:
-            raise ValueError(f"{where}: dev:ino {devino!r}")
+            raise ValueError(f"{where}: dev:ino:ctime_ns {devino!r}")
         if ev in (b"S", b"X", b"A", b"L") and int(b) != 0 or ev == b"D" and int(b) > 0 or ev == b"A" and int(a) < 1:
             raise ValueError(f"{where}: b {b!r} for {ev!r}")
-        if ev == b"L" and (int(a) != 0 or line_of == b"-" or (size, mtime, devino) != (b"0", b"0", b"0:0")):
+        if ev == b"L" and (int(a) != 0 or line_of == b"-" or (size, mtime, devino) != (b"0", b"0", b"0:0:0")):
             raise ValueError(f"{where}: an L record without its target, or with a stat: {line!r}")
         if line_of != b"-" and ev not in (b"O", b"L"):
             raise ValueError(f"{where}: a program line {line_of!r} on {ev!r}")
@@ -103,13 +104,14 @@ def parse(path):
             raise ValueError(f"{where}: program line {line_of!r}")
         path_bytes, cut = unescape(p, where)
         records.append(Record(n, int(pid), ev.decode(), a, int(b), int(size), int(mtime),
-                              int(m.group(1)), int(m.group(2)), path_bytes, cut, line_bytes))
+                              int(m.group(1)), int(m.group(2)), int(m.group(3)), path_bytes, cut, line_bytes))
     return records
 
 
 def same_file(r, path):
     st = os.stat(path)
-    return (r.dev, r.ino, r.size, r.mtime_ns) == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return (r.dev, r.ino, r.size, r.mtime_ns, r.ctime_ns) == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+                                                           st.st_ctime_ns)
 
 
 def image_of(records, r):

@@ -4,6 +4,7 @@
 // the runs found (a replay could not reproduce both), and the record's classes (a Python process's
 // import-system listings are not the program's, a device is never written data).
 #include "reprun/audit/inputs_diff.hpp"
+#include "reprun/meta/content_cache.hpp"
 #include "reprun/meta/inputs.hpp"
 #include "reprun/record/files_log.hpp"
 #include "testing.hpp"
@@ -537,4 +538,97 @@ TEST_CASE("Inputs: a '..' after a symbolic link goes up from the link's target, 
   REQUIRE(flat.events.size() == 1);
   CHECK(flat.events[0].path == w + "/data/t.csv");
   CHECK_FALSE(flat.events[0].up);
+}
+
+TEST_CASE("Inputs: a file the content cache knows in the state its opens saw is fingerprinted as opened, with no look after the run") {
+  testing::TempDir t;
+  const std::string data = t.path() + "/data/a.txt", other = t.path() + "/data/b.bin";
+  testing::write(data, "alpha\n");
+  testing::write(other, std::string(k_content_cache_min + 10, 'x')); // a large file: the cache by inode
+  testing::backdate(data);
+  testing::backdate(other);
+  const std::string alpha = summarize_content(data).sha256, xs = summarize_content(other).sha256;
+  auto open_of = [](const std::string& p, int flags = O_RDONLY) {
+    struct stat st {};
+    REQUIRE(::stat(p.c_str(), &st) == 0);
+    FileEvent f;
+    f.pid = 7;
+    f.event = 'O';
+    f.a = flags;
+    f.b = 3;
+    f.size = static_cast<uint64_t>(st.st_size);
+    f.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    f.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+    f.dev = st.st_dev;
+    f.ino = st.st_ino;
+    f.path = p;
+    return f;
+  };
+  FilesLog log;
+  log.events.push_back(open_of(data));
+  log.events.push_back(open_of(other));
+  InputsOptions opt;
+  opt.cwd = t.path();
+  opt.cache_dir = t.path() + "/cache";
+  auto record = [&](const FilesLog& l) {
+    std::map<std::string, InputFile> by_path;
+    for (auto& f : record_inputs(l, opt, [](long, const std::string&, bool) {}).files) {
+      by_path[f.path] = f;
+    }
+    REQUIRE(by_path.count("data/a.txt"));
+    REQUIRE(by_path.count("data/b.bin"));
+    return std::make_pair(by_path["data/a.txt"], by_path["data/b.bin"]);
+  };
+  auto [first, first_big] = record(log); // read, and kept in the cache
+  CHECK(first.content.sha256 == alpha);
+  CHECK(first_big.content.sha256 == xs);
+  // Changed after the program's last open of it: what the program read is in the cache under the
+  // state its opens saw, and that is what is recorded.
+  testing::write(data, "beta, longer\n");
+  testing::write(other, std::string(k_content_cache_min + 20, 'y'));
+  auto [known, known_big] = record(log);
+  CHECK(known.hashed);
+  CHECK(known.content.sha256 == alpha);
+  CHECK_FALSE(known.changed_while_running);
+  CHECK(known_big.content.sha256 == xs);
+  CHECK_FALSE(known_big.changed_while_running);
+  const std::string beta = summarize_content(data).sha256;
+  // Otherwise the file is looked at after the run: its content now, flagged as changed.
+  SUBCASE("a log without the time of the last change (reprun.files/2)") {
+    FilesLog old = log;
+    old.events[0].ctime_ns = 0;
+    const auto [now, big] = record(old);
+    CHECK(now.content.sha256 == beta);
+    CHECK(now.changed_while_running);
+    CHECK(big.content.sha256 == xs); // this one's state still known
+  }
+  SUBCASE("two opens that saw it in different states") {
+    FilesLog two = log;
+    two.events.push_back(open_of(data));
+    const auto [now, big] = record(two);
+    CHECK(now.content.sha256 == beta);
+    CHECK(now.changed_while_running);
+  }
+  SUBCASE("a file the run wrote too") {
+    FilesLog wrote = log;
+    wrote.events[0].a = O_RDWR;
+    const auto [now, big] = record(wrote);
+    CHECK(now.content.sha256 == beta);
+    CHECK(now.changed_while_running);
+  }
+}
+
+TEST_CASE("Inputs: a preload record's state has the time of the last change (reprun.files/3); a /2 record reads with none") {
+  testing::TempDir t;
+  std::ofstream(t / "files.log") << "7\tO\t0\t3\t5\t11\t1:2:13\t-\t/w/new.csv\n"
+                                    "7\tO\t0\t3\t5\t11\t1:2\t-\t/w/old.csv\n"
+                                    "7\tO\t0\t3\t5\t11\t1:2:x\t-\t/w/bad.csv\n";
+  const FilesLog log = read_files_log(t / "files.log", "");
+  REQUIRE(log.events.size() == 2);
+  CHECK(log.skipped == 1);
+  CHECK(log.events[0].dev == 1);
+  CHECK(log.events[0].ino == 2);
+  CHECK(log.events[0].ctime_ns == 13);
+  CHECK(log.events[1].ino == 2);
+  CHECK(log.events[1].ctime_ns == 0);
 }

@@ -1,15 +1,15 @@
 // The raw logs of what a program run by `reprun exec` opened, written as it runs (format
-// "reprun.files/2"; docs/run-format.md, "files.log"):
+// "reprun.files/3", /2 read too; docs/run-format.md, "files.log"):
 //   files.log     by libreprun_preload.so in every process of the program, one line per event, each
 //                 written with one write() to a file opened O_APPEND, tab-separated:
-//                   PID EVENT A B SIZE MTIME_NS DEV:INO WHERE PATH
+//                   PID EVENT A B SIZE MTIME_NS DEV:INO:CTIME_NS WHERE PATH
 //                 EVENT S (a process started: A its parent's pid, PATH its executable), O (an open of
 //                 the open family or fopen: A the open flags, with 0x40000000 when O_CREAT made the
 //                 file; B the fd or -errno), D (a directory listed: B 0 or -errno), X (an exec or
 //                 posix_spawn: A ok | cleared | static, whether the child is recorded), A (an
 //                 argument of a program image naming a file: A its index), L (a symbolic link the
 //                 program read: WHERE its target as stored); SIZE, MTIME_NS
-//                 and DEV:INO from fstat at the open; WHERE "-", or on an O record of a Python
+//                 and DEV:INO:CTIME_NS from fstat at the open (/2: DEV:INO); WHERE "-", or on an O record of a Python
 //                 process the program's file:line that opened it, or "import" (the import system);
 //                 PATH absolute, WHERE and PATH with \\ \t \n \xHH escapes.
 //   py-files.log  by the capture's audit hook in each Python process, the same way:
@@ -40,6 +40,7 @@ struct FileEvent {
   std::string reason;      // X: ok | cleared | static
   uint64_t size = 0, dev = 0, ino = 0;
   int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;    // 0: not recorded (a reprun.files/2 log)
   std::string where;       // O of a Python process: "train.py:12", "import" (the import system); L: the
                            // link's target as stored; else ""
   std::string path;        // unescaped bytes
