@@ -228,6 +228,7 @@ template <class F> void list_folder(InputFile& f, bool check, F&& made_by_run, c
 }
 
 struct Seen {
+  std::string_view key;    // its absolute path: a view of the log's, or of a module's source
   InputFile f;
   long first = 0;          // the index of its first event
   bool first_writes = false; // its first open that opened it wrote and did not read, or created it
@@ -264,8 +265,13 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   r.skipped_lines = log.skipped;
   std::unordered_map<long, std::string> exe_of; // pid -> its executable's name
   // By absolute path: views of the log's paths (`log` outlives the map), or of `sources` (a module's
-  // source for its .pyc). A file's strings are made once, not at each of its events.
-  std::unordered_map<std::string_view, Seen> seen;
+  // source for its .pyc). A file's strings are made once, not at each of its events. The files in
+  // the order first seen, in one block (each pass below reads them in a row, as the memory
+  // prefetches them: not a hash table's nodes one by one); room for one a log event, so that a
+  // Seen* stays valid.
+  std::vector<Seen> files;
+  files.reserve(log.events.size() + log.py.size());
+  std::unordered_map<std::string_view, size_t> seen;
   seen.reserve(log.events.size() + log.py.size());
   std::deque<std::string> sources;
   long n = 0;
@@ -292,8 +298,11 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       }
       return o;
     };
-    auto [it, added] = seen.try_emplace(path);
-    Seen& s = it->second;
+    auto [it, added] = seen.try_emplace(path, files.size());
+    if (added) {
+      files.emplace_back().key = path;
+    }
+    Seen& s = files[it->second];
     if (added) {
       s.first = n;
       s.f.folder = folder;
@@ -394,8 +403,8 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       note_open(e.path, false, true, false, true, false, nullptr, "import", "")->module = true;
     }
   }
-  for (auto& [path, s] : seen) {
-    s.f.path = path;
+  for (Seen& s : files) {
+    s.f.path = s.key;
   }
   // Classify.
   auto under_any = [](std::string_view p, const std::vector<std::string>& dirs) {
@@ -474,21 +483,21 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     }
   }
   std::unordered_set<std::string_view> made_in; // the folders of the files the run made
-  for (const auto& [path, s] : seen) {
+  // The names of the files the run read in each folder, as they were before it (not made by it).
+  std::unordered_map<std::string_view, std::vector<std::string_view>> read_in;
+  for (const Seen& s : files) {
+    const std::string_view path = s.key;
     if (s.created) {
       made_in.insert(parent_of(path));
     }
-  }
-  // The names of the files the run read in each folder, as they were before it (not made by it).
-  std::unordered_map<std::string_view, std::vector<std::string_view>> read_in;
-  for (const auto& [path, s] : seen) {
     if (!s.f.folder && s.f.read && s.ok_open && !s.created && path.size() > 1) {
       const std::string_view dir = parent_of(path);
       read_in[dir].push_back(path.substr(dir.size() == 1 ? 1 : dir.size() + 1));
     }
   }
   std::vector<Seen*> to_hash, to_leave, to_leave_stat;
-  for (auto& [path, s] : seen) {
+  for (Seen& s : files) {
+    const std::string_view path = s.key;
     InputFile& f = s.f;
     f.existed = s.ok_open && !s.created;
     const bool named = named_in_args(path);
@@ -548,7 +557,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
             // Listed after the run: what the run made there (its outputs, reprun's work folder) was
             // not what it listed.
             const auto w = seen.find(entry);
-            return under_any(entry, opt.own_dirs) || (w != seen.end() && w->second.created);
+            return under_any(entry, opt.own_dirs) || (w != seen.end() && files[w->second].created);
           },
           here != read_in.end() ? &here->second : nullptr);
     }
@@ -771,8 +780,8 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   // Code, and configuration files among the data: keep their text, for a diff to show the changed
   // lines (numbered in the order of the paths).
   std::vector<Seen*> code;
-  for (auto& [path, s] : seen) {
-    const bool config = s.f.cls == "data" && s.f.content.text && s.f.content.size <= k_config_copy_cap && is_config_name(path);
+  for (Seen& s : files) {
+    const bool config = s.f.cls == "data" && s.f.content.text && s.f.content.size <= k_config_copy_cap && is_config_name(s.key);
     // Text only: a program or library built in the project (ELF) is code whose lines say nothing.
     if ((s.f.cls == "code" || config) && s.f.hashed && s.f.content.text && s.f.content.size <= opt.code_cap && keep_code) {
       code.push_back(&s);
@@ -793,16 +802,16 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   }
   // By path, relative to the working directory when under it.
   std::vector<std::pair<std::string_view, Seen*>> order;
-  order.reserve(seen.size());
+  order.reserve(files.size());
   // A file the run read that had changed since the program started (its time at the first open) was
   // made during the run: a cache written under another name and then renamed (Hugging Face's
   // datasets), which a later run may read instead of what this one read to make it. The file
   // system's clock ticks coarsely: a file changed in the tick the run started is not counted.
-  for (auto& [path, s] : seen) {
+  for (Seen& s : files) {
     make_relative(s.f.path, opt.cwd);
     s.f.first_open = s.first;
     s.f.made_during_run = !s.f.folder && s.f.existed && s.f.cls != "written" && after_start(opt, s.f.mtime_ns) &&
-                          !kernel_path(path);
+                          !kernel_path(s.key);
     order.emplace_back(s.f.path, &s);
   }
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
