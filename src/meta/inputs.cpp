@@ -229,7 +229,7 @@ template <class F> void list_folder(InputFile& f, bool check, F&& made_by_run, c
 
 struct Seen {
   std::string_view key;    // its absolute path: a view of the log's, or of a module's source
-  InputFile f;
+  InputFile* f = nullptr;  // in the record's own list, made in this order and sorted at the end
   long first = 0;          // the index of its first event
   bool first_writes = false; // its first open that opened it wrote and did not read, or created it
   bool decided = false;      // an open that opened it has been seen (first_writes is its)
@@ -271,6 +271,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   // Seen* stays valid.
   std::vector<Seen> files;
   files.reserve(log.events.size() + log.py.size());
+  r.files.reserve(files.capacity()); // each Seen's InputFile: made in place, never moved until the end
   std::unordered_map<std::string_view, size_t> seen;
   seen.reserve(log.events.size() + log.py.size());
   std::deque<std::string> sources;
@@ -300,19 +301,21 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     };
     auto [it, added] = seen.try_emplace(path, files.size());
     if (added) {
-      files.emplace_back().key = path;
+      Seen& made = files.emplace_back();
+      made.key = path;
+      made.f = &r.files.emplace_back();
     }
     Seen& s = files[it->second];
     if (added) {
       s.first = n;
-      s.f.folder = folder;
-      s.f.opened_by = opened_by();
+      s.f->folder = folder;
+      s.f->opened_by = opened_by();
       if (fe) {
-        s.f.size = fe->size;
-        s.f.mtime_ns = fe->mtime_ns;
+        s.f->size = fe->size;
+        s.f->mtime_ns = fe->mtime_ns;
       }
-    } else if (!where.empty() && s.f.opened_by.find('(') == std::string::npos) {
-      s.f.opened_by = opened_by(); // the Python line that opened it says more than the process's name
+    } else if (!where.empty() && s.f->opened_by.find('(') == std::string::npos) {
+      s.f->opened_by = opened_by(); // the Python line that opened it says more than the process's name
     }
     if (fe != nullptr && ok && path.data() == raw.data() && fe->ctime_ns != 0) { // not a .pyc taken for its source
       if (s.opened == nullptr) {
@@ -322,9 +325,9 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
         s.varied = true;
       }
     }
-    s.f.folder = s.f.folder || folder; // opened first, then listed (os.fwalk: open, then fdopendir)
-    s.f.read = s.f.read || reads;
-    s.f.written = s.f.written || writes;
+    s.f->folder = s.f->folder || folder; // opened first, then listed (os.fwalk: open, then fdopendir)
+    s.f->read = s.f->read || reads;
+    s.f->written = s.f->written || writes;
     s.ok_open = s.ok_open || ok;
     s.created = s.created || created;
     s.made = s.made || (created && path == std::string_view(raw));
@@ -404,7 +407,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     }
   }
   for (Seen& s : files) {
-    s.f.path = s.key;
+    s.f->path = s.key;
   }
   // Classify.
   auto under_any = [](std::string_view p, const std::vector<std::string>& dirs) {
@@ -490,7 +493,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     if (s.created) {
       made_in.insert(parent_of(path));
     }
-    if (!s.f.folder && s.f.read && s.ok_open && !s.created && path.size() > 1) {
+    if (!s.f->folder && s.f->read && s.ok_open && !s.created && path.size() > 1) {
       const std::string_view dir = parent_of(path);
       read_in[dir].push_back(path.substr(dir.size() == 1 ? 1 : dir.size() + 1));
     }
@@ -498,7 +501,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   std::vector<Seen*> to_hash, to_leave, to_leave_stat;
   for (Seen& s : files) {
     const std::string_view path = s.key;
-    InputFile& f = s.f;
+    InputFile& f = *s.f;
     f.existed = s.ok_open && !s.created;
     const bool named = named_in_args(path);
     const bool own = under_any(path, opt.own_dirs);
@@ -511,7 +514,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
                             !own && !interpreter && !(hidden_below_cwd(path) && !named);
     if (own || interpreter || kernel_path(path)) {
       f.cls = "other"; // reprun's own files, the interpreter's, devices and the kernel's (/dev/null written)
-    } else if ((s.first_writes && (!s.module || s.made)) || opt.written_earlier.count(s.f.path)) {
+    } else if ((s.first_writes && (!s.module || s.made)) || opt.written_earlier.count(s.f->path)) {
       // A module counts as written only when the run made the module's own file (torch.compile's
       // kernels, built and then imported): a .pyc written beside a source is not the source.
       f.cls = "written";
@@ -519,7 +522,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       f.cls = "other"; // a module imported from outside the system's folders is code: ../lib, /var/lib/jenkins/...
     } else if (!f.folder &&
                (is_code_name(path) || s.module || s.image ||
-                (programs.count(path) > 0 && s.f.read && is_script(std::string(path)))) &&
+                (programs.count(path) > 0 && s.f->read && is_script(std::string(path)))) &&
                (s.module || data_place)) {
       f.cls = "code";
     } else if (data_place) {
@@ -566,24 +569,24 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   // for the first files in path order up to k_left_hash_total bytes and k_left_hash_files files in
   // all, k_left_hash_cap each (a run that unpacks a large data set has it read whole only when a
   // later run reads it).
-  std::sort(to_leave.begin(), to_leave.end(), [](const Seen* a, const Seen* b) { return a->f.path < b->f.path; });
+  std::sort(to_leave.begin(), to_leave.end(), [](const Seen* a, const Seen* b) { return a->f->path < b->f->path; });
   std::vector<std::pair<Seen*, struct stat>> left_to_hash;
   uint64_t left_bytes = 0;
   auto leave = [](Seen* s, struct stat& st) { // its size and time now, when it is still a regular file
-    if (::stat(s->f.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (::stat(s->f->path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
       return false;
     }
     auto left = std::make_shared<LeftFile>();
     left->size = static_cast<uint64_t>(st.st_size);
     left->mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    s->f.left = std::move(left);
+    s->f->left = std::move(left);
     return true;
   };
   for (Seen* s : to_leave) {
     struct stat st {};
-    if (leave(s, st) && !s->f.stat_only && s->f.left->size <= k_left_hash_cap &&
-        left_bytes + s->f.left->size <= k_left_hash_total && left_to_hash.size() < k_left_hash_files) {
-      left_bytes += s->f.left->size;
+    if (leave(s, st) && !s->f->stat_only && s->f->left->size <= k_left_hash_cap &&
+        left_bytes + s->f->left->size <= k_left_hash_total && left_to_hash.size() < k_left_hash_files) {
+      left_bytes += s->f->left->size;
       left_to_hash.emplace_back(s, st);
     }
   }
@@ -594,7 +597,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   // Fingerprint what counts, in parallel; a file is read once.
   uint64_t total = left_bytes;
   for (const Seen* s : to_hash) {
-    total += s->f.size;
+    total += s->f->size;
   }
   // The progress line's counts: bytes of the files done, and each worker's bytes read so far in the
   // file it is reading (a large file moves the line too); files done. Counted only with a line to show.
@@ -638,12 +641,12 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   {
     std::set<std::string> names;
     for (const Seen* s : to_hash) {
-      if (!s->f.stat_only) {
-        names.emplace(parent_of(s->f.path));
+      if (!s->f->stat_only) {
+        names.emplace(parent_of(s->f->path));
       }
     }
     for (const auto& [s, st] : left_to_hash) {
-      names.emplace(parent_of(s->f.path));
+      names.emplace(parent_of(s->f->path));
     }
     folders.load(std::vector<std::string>(names.begin(), names.end()));
   }
@@ -675,7 +678,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   {
     std::unordered_map<std::string_view, size_t> per_folder;
     for (const Seen* s : to_hash) {
-      ++per_folder[parent_of(s->f.path)];
+      ++per_folder[parent_of(s->f->path)];
     }
     std::vector<std::pair<size_t, std::string_view>> many; // the folders of most files first
     for (const auto& [folder, count] : per_folder) {
@@ -705,11 +708,11 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     }
     if (static_cast<size_t>(i) >= to_hash.size()) {
       const auto& [s, st] = left_to_hash[static_cast<size_t>(i) - to_hash.size()];
-      auto left = std::make_shared<LeftFile>(*s->f.left);
+      auto left = std::make_shared<LeftFile>(*s->f->left);
       try {
-        fingerprint(s->f.path, st, left->content, watch_for(worker));
+        fingerprint(s->f->path, st, left->content, watch_for(worker));
         left->hashed = true;
-        s->f.left = std::move(left);
+        s->f->left = std::move(left);
       } catch (const Error&) {
         // gone or unreadable since: its size and time say what can be said
       }
@@ -717,7 +720,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       return;
     }
     const Seen& s = *to_hash[static_cast<size_t>(i)];
-    InputFile& f = to_hash[static_cast<size_t>(i)]->f;
+    InputFile& f = *to_hash[static_cast<size_t>(i)]->f;
     // A file every open saw in one state that the content cache knows, which the run did not write:
     // its digests as it was opened, with no stat now (10,000 small files: a third of the work after
     // the run). A change after its last open is then not seen: what the program read is recorded.
@@ -781,43 +784,57 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   // lines (numbered in the order of the paths).
   std::vector<Seen*> code;
   for (Seen& s : files) {
-    const bool config = s.f.cls == "data" && s.f.content.text && s.f.content.size <= k_config_copy_cap && is_config_name(s.key);
+    const bool config = s.f->cls == "data" && s.f->content.text && s.f->content.size <= k_config_copy_cap && is_config_name(s.key);
     // Text only: a program or library built in the project (ELF) is code whose lines say nothing.
-    if ((s.f.cls == "code" || config) && s.f.hashed && s.f.content.text && s.f.content.size <= opt.code_cap && keep_code) {
+    if ((s.f->cls == "code" || config) && s.f->hashed && s.f->content.text && s.f->content.size <= opt.code_cap && keep_code) {
       code.push_back(&s);
     }
   }
-  std::sort(code.begin(), code.end(), [](const Seen* a, const Seen* b) { return a->f.path < b->f.path; });
+  std::sort(code.begin(), code.end(), [](const Seen* a, const Seen* b) { return a->f->path < b->f->path; });
   long code_index = 0;
   for (Seen* s : code) {
     try {
       // The copy with credentials' values redacted, and readable by its owner alone when the file
       // is not readable by others (a 0600 creds.ini).
       struct stat st {};
-      const bool owner_only = ::stat(s->f.path.c_str(), &st) == 0 && (st.st_mode & S_IROTH) == 0;
-      keep_code(code_index, redact_secret_values(read_file(s->f.path)), owner_only);
-      s->f.code_copy = code_index++;
+      const bool owner_only = ::stat(s->f->path.c_str(), &st) == 0 && (st.st_mode & S_IROTH) == 0;
+      keep_code(code_index, redact_secret_values(read_file(s->f->path)), owner_only);
+      s->f->code_copy = code_index++;
     } catch (const Error&) {
     }
   }
   // By path, relative to the working directory when under it.
-  std::vector<std::pair<std::string_view, Seen*>> order;
-  order.reserve(files.size());
   // A file the run read that had changed since the program started (its time at the first open) was
   // made during the run: a cache written under another name and then renamed (Hugging Face's
   // datasets), which a later run may read instead of what this one read to make it. The file
   // system's clock ticks coarsely: a file changed in the tick the run started is not counted.
   for (Seen& s : files) {
-    make_relative(s.f.path, opt.cwd);
-    s.f.first_open = s.first;
-    s.f.made_during_run = !s.f.folder && s.f.existed && s.f.cls != "written" && after_start(opt, s.f.mtime_ns) &&
+    make_relative(s.f->path, opt.cwd);
+    s.f->first_open = s.first;
+    s.f->made_during_run = !s.f->folder && s.f->existed && s.f->cls != "written" && after_start(opt, s.f->mtime_ns) &&
                           !kernel_path(s.key);
-    order.emplace_back(s.f.path, &s);
   }
-  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  r.files.reserve(order.size());
-  for (auto& [path, s] : order) {
-    r.files.push_back(std::move(s->f));
+  // By path, relative to the working directory when under it: r.files put in that order where they
+  // lie, each moved once (a cycle of the permutation at a time).
+  std::vector<size_t> order(r.files.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return r.files[a].path < r.files[b].path; });
+  std::vector<bool> placed(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (placed[i] || order[i] == i) {
+      continue;
+    }
+    InputFile held = std::move(r.files[i]);
+    size_t at = i;
+    while (order[at] != i) {
+      r.files[at] = std::move(r.files[order[at]]);
+      placed[at] = true;
+      at = order[at];
+    }
+    r.files[at] = std::move(held);
+    placed[at] = true;
   }
   return r;
 }
