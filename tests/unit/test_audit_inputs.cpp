@@ -632,3 +632,42 @@ TEST_CASE("Inputs: a preload record's state has the time of the last change (rep
   CHECK(log.events[1].ino == 2);
   CHECK(log.events[1].ctime_ns == 0);
 }
+
+TEST_CASE("Inputs: the record's files and a folder's names are in the byte order of their paths, whatever their first 16 bytes") {
+  testing::TempDir t;
+  // Names that tie on their first 16 bytes, that end inside them, and bytes from 0x80 (after ASCII).
+  const std::vector<std::string> names = {"b", "a", "ab", std::string("a\x80", 2), "aaaaaaaaaaaaaaaa1", "aaaaaaaaaaaaaaaa0",
+                                          "aaaaaaaaaaaaaaa", "aaaaaaaaaaaaaaaa", "aaaaaaaaaaaa.bin", "aaaaaaaaaaaa", "z" + std::string(40, 'q')};
+  FilesLog log;
+  FileEvent listing;
+  listing.pid = 7;
+  listing.event = 'D';
+  listing.path = t.path() + "/data";
+  log.events.push_back(listing);
+  for (const auto& n : names) {
+    testing::write(t.path() + "/data/" + n, "x\n");
+    FileEvent e;
+    e.pid = 7;
+    e.event = 'O';
+    e.b = 3;
+    e.path = t.path() + "/data/" + n;
+    log.events.push_back(e);
+  }
+  InputsOptions opt;
+  opt.cwd = t.path();
+  const InputsRecord r = record_inputs(log, opt, [](long, const std::string&, bool) {});
+  std::vector<std::string> paths;
+  const InputFile* folder = nullptr;
+  for (const auto& f : r.files) {
+    paths.push_back(f.path);
+    folder = f.folder ? &f : folder;
+  }
+  std::vector<std::string> sorted = paths;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(paths == sorted);
+  CHECK(paths.size() == names.size() + 1);
+  REQUIRE(folder != nullptr);
+  std::vector<std::string> want = names;
+  std::sort(want.begin(), want.end());
+  CHECK(folder->names == want);
+}
