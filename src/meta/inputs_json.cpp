@@ -49,10 +49,24 @@ std::string json_name(const std::string& s) {
 }
 
 
+// Whether `v` holds a byte that JSON escapes (a control byte, '"', '\\'), or, with `ascii`, one from
+// 0x80: each byte looked at, without an early exit, so that the compiler reads 32 or 64 at a time
+// (inputs.jsonl: 10,000 lines of 400 bytes, each looked at twice).
+bool any_special(std::string_view v, bool ascii) {
+  unsigned bad = 0;
+  const unsigned top = ascii ? 0x80u : 0x100u;
+  for (const char ch : v) {
+    const unsigned c = static_cast<unsigned char>(ch);
+    bad |= static_cast<unsigned>(c < 0x20u) | static_cast<unsigned>(c == '"') | static_cast<unsigned>(c == '\\') |
+           static_cast<unsigned>(c >= top);
+  }
+  return bad != 0;
+}
+
 // `v` as a JSON string, as nlohmann's dump() writes it (valid UTF-8 in: json_name's output).
 void append_json_string(std::string& out, std::string_view v) {
   out += '"';
-  if (std::all_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != '"' && c != '\\'; })) {
+  if (!any_special(v, false)) {
     out.append(v); // nothing to escape
     out += '"';
     return;
@@ -87,7 +101,11 @@ void append_bool(std::string& out, bool v) { out += v ? "true" : "false"; }
 
 // A file name as json_name writes it, as a JSON string.
 void append_json_name(std::string& out, const std::string& s) {
-  if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+  if (!any_special(s, true)) {
+    out += '"'; // ASCII with nothing to escape (the usual name): as it is
+    out.append(s);
+    out += '"';
+  } else if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
     append_json_string(out, s); // ASCII: no copy
   } else {
     append_json_string(out, json_name(s));
