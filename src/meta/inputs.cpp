@@ -265,13 +265,21 @@ template <class F> void list_folder(InputFile& f, bool check, F&& made_by_run, c
   }
   permute(f.names, text_order(f.names.size(), [&](size_t i) { return std::string_view(f.names[i]); }));
   if (read_here != nullptr) {
-    const size_t now = f.names.size();
-    for (const std::string_view name : *read_here) {
-      if (!std::binary_search(f.names.begin(), f.names.begin() + static_cast<long>(now), name)) {
-        f.names.emplace_back(name); // read, then removed by the run
+    // Both in order, walked side by side (10,000 names read from a folder of 10,000: not a binary
+    // search of each).
+    const std::vector<std::string_view>& read = *read_here;
+    std::vector<std::string_view> gone; // read, then removed by the run
+    size_t at = 0;
+    for (const uint32_t k : text_order(read.size(), [&](size_t i) { return read[i]; })) {
+      while (at < f.names.size() && f.names[at] < read[k]) {
+        ++at;
+      }
+      if (at == f.names.size() || f.names[at] != read[k]) {
+        gone.push_back(read[k]);
       }
     }
-    if (f.names.size() > now) {
+    if (!gone.empty()) {
+      f.names.insert(f.names.end(), gone.begin(), gone.end());
       std::sort(f.names.begin(), f.names.end());
     }
   }
