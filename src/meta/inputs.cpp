@@ -1,6 +1,9 @@
 // What a program read: see include/reprun/meta/inputs.hpp.
 #include "reprun/meta/inputs.hpp"
 
+#include "meta/input_paths.hpp"
+#include "meta/text_order.hpp"
+
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/core/hash.hpp"
@@ -37,174 +40,16 @@ namespace {
 
 constexpr size_t k_folder_fd_min = 16;         // files read in one folder from which they are stat'd by its descriptor
 constexpr size_t k_folder_fds_max = 64;        // such folders at most (the others' files by path)
-constexpr const char* k_code_ext[] = {".py", ".sh", ".bash", ".pl", ".rb", ".js", ".lua", ".R", ".jl"};
-
-bool ends_with(std::string_view s, std::string_view suffix) { return s.ends_with(suffix); }
-
-bool is_code_name(std::string_view p) {
-  return std::any_of(std::begin(k_code_ext), std::end(k_code_ext), [&](const char* e) { return ends_with(p, e); });
-}
-
-// A configuration file among the data (the learning rate in configs/train.yaml): its text is kept
-// as a code file's is, up to k_config_copy_cap, so that a diff shows the changed lines.
-constexpr const char* k_config_ext[] = {".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf"};
-constexpr uint64_t k_config_copy_cap = 64 << 10;
-
-bool is_config_name(std::string_view p) {
-  return std::any_of(std::begin(k_config_ext), std::end(k_config_ext), [&](const char* e) { return ends_with(p, e); });
-}
-
-// ".../pkg/__pycache__/mod.cpython-311.pyc" -> ".../pkg/mod.py"; "" for another name.
-std::string source_of_pyc(const std::string& p) {
-  if (!ends_with(p, ".pyc")) {
-    return "";
-  }
-  const fs::path path(p);
-  const fs::path dir = path.parent_path();
-  std::string stem = path.filename().string();
-  stem = stem.substr(0, stem.find('.'));
-  return ((dir.filename() == "__pycache__" ? dir.parent_path() : dir) / (stem + ".py")).string();
-}
-
-bool hidden_component(std::string_view p) {
-  for (size_t at = p.find("/."); at != std::string::npos; at = p.find("/.", at + 1)) {
-    if (at + 2 < p.size() && p[at + 2] != '/' && !(p[at + 2] == '.' && (at + 3 == p.size() || p[at + 3] == '/'))) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// A hidden folder in the part of `path` below the folder it shares with `cwd` (../.cache/x from
-// proj/src: .cache; a project that itself lies in a hidden folder is not one).
-bool hidden_beside(std::string_view path, std::string_view cwd) {
-  size_t common = 0; // the length of the shared folder's path
-  for (size_t i = 0; i < path.size() && i < cwd.size() && path[i] == cwd[i]; ++i) {
-    if (path[i] == '/') {
-      common = i;
-    }
-  }
-  if (cwd.size() <= path.size() && path.substr(0, cwd.size()) == cwd && (path.size() == cwd.size() || path[cwd.size()] == '/')) {
-    common = cwd.size();
-  }
-  return hidden_component(path.substr(common));
-}
-
-bool system_path(std::string_view p) {
-  static const char* k_system[] = {"/proc", "/sys", "/dev", "/etc", "/run", "/usr", "/lib", "/lib32", "/lib64", "/bin",
-                                   "/sbin", "/var", "/tmp", "/snap", "/boot", "/opt/conda"};
-  return std::any_of(std::begin(k_system), std::end(k_system), [&](const char* d) { return path_under(p, d); });
-}
-
-// The system's own folders, which a program's argument never names as data (a temporary or a /var
-// folder may hold a data set).
-bool system_own_path(std::string_view p) {
-  return system_path(p) && !path_under(p, "/tmp") && !path_under(p, "/var") && !path_under(p, "/dev/shm");
-}
-
-// The kernel's and the devices' files (/proc, /sys, /dev): their times and sizes say nothing of data.
-// Not /dev/shm, a file system of plain files where a data set may be put to be read fast.
-bool kernel_path(std::string_view p) {
-  return path_under(p, "/proc") || path_under(p, "/sys") || (path_under(p, "/dev") && !path_under(p, "/dev/shm"));
-}
-
 // A time later than the program's start (the run directory's .lock, made just before it; the file
 // system's own clock, compared strictly): what the run itself made or changed.
 bool after_start(const InputsOptions& opt, int64_t mtime_ns) {
   return opt.started_ns > 0 && mtime_ns > opt.started_ns;
 }
 
-// A program that reads only the system's own state: ldconfig -p lists the library cache.
-bool system_probe(const std::string& exe) {
-  const std::string name = fs::path(exe).filename().string();
-  return system_path(exe) && (name == "ldconfig" || name == "ldconfig.real");
-}
-
-// `p` made relative to `cwd` when under it, in place; the working directory itself is "." (a
-// program that lists it: the same key in every checkout).
-void make_relative(std::string& p, const std::string& cwd) {
-  if (cwd.empty() || !path_under(p, cwd)) {
-    return;
-  }
-  if (p.size() <= cwd.size() || (cwd.back() == '/' && p.size() == cwd.size())) {
-    p = ".";
-  } else {
-    p.erase(0, cwd.back() == '/' ? cwd.size() : cwd.size() + 1);
-  }
-}
-
-// A script: its first bytes are "#!" (a program run by its interpreter, whatever its name).
-bool is_script(const std::string& path) {
-  char head[2] = {0, 0};
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) {
-    return false;
-  }
-  const bool script = ::read(fd, head, 2) == 2 && head[0] == '#' && head[1] == '!';
-  ::close(fd);
-  return script;
-}
-
 bool same_state(const struct stat& a, const struct stat& b) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
          a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec &&
          a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
-}
-
-// The order of `n` texts (`text(i)`, a string_view) that std::string's operator< gives, found with
-// each text's first 16 bytes held beside its index as two big-endian integers: most pairs differ
-// there and are told apart in the array itself (10,000 paths: a quarter of the time of comparing
-// the texts where they lie); the rest by their whole text.
-template <class Text> std::vector<uint32_t> text_order(size_t n, Text&& text) {
-  struct Key {
-    uint64_t hi = 0, lo = 0;
-    uint32_t i = 0;
-  };
-  auto big_endian = [](const unsigned char* b) {
-    uint64_t v = 0;
-    for (int k = 0; k < 8; ++k) {
-      v = (v << 8) | b[k];
-    }
-    return v;
-  };
-  std::vector<Key> keys(n);
-  for (size_t i = 0; i < n; ++i) {
-    const std::string_view t = text(i);
-    unsigned char head[16] = {}; // a text shorter than 16 bytes is padded with 0, which sorts first as its end does
-    std::memcpy(head, t.data(), std::min<size_t>(t.size(), sizeof head));
-    keys[i] = {big_endian(head), big_endian(head + 8), static_cast<uint32_t>(i)};
-  }
-  std::sort(keys.begin(), keys.end(), [&](const Key& a, const Key& b) {
-    if (a.hi != b.hi || a.lo != b.lo) {
-      return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo;
-    }
-    return text(a.i) < text(b.i);
-  });
-  std::vector<uint32_t> order(n);
-  for (size_t i = 0; i < n; ++i) {
-    order[i] = keys[i].i;
-  }
-  return order;
-}
-
-// `v` put in `order` (order[k]: the index of the element that goes to k) where it lies, each element
-// moved once: a cycle of the permutation at a time.
-template <class T> void permute(std::vector<T>& v, const std::vector<uint32_t>& order) {
-  std::vector<bool> placed(order.size());
-  for (size_t i = 0; i < order.size(); ++i) {
-    if (placed[i] || order[i] == i) {
-      continue;
-    }
-    T held = std::move(v[i]);
-    size_t at = i;
-    while (order[at] != i) {
-      v[at] = std::move(v[order[at]]);
-      placed[at] = true;
-      at = order[at];
-    }
-    v[at] = std::move(held);
-    placed[at] = true;
-  }
 }
 
 // The state an open saw (reprun.files/3), as a stat: what the content cache is keyed by.
@@ -221,9 +66,6 @@ struct stat state_at(const FileEvent& e) {
   put(st.st_ctim, e.ctime_ns);
   return st;
 }
-
-// The folder `path` is in ("/" for "/x").
-std::string_view parent_of(std::string_view path) { return path.substr(0, std::max<size_t>(1, path.rfind('/'))); }
 
 // A folder reprun wrote: a run directory, or the work folder of an exec (its run-1). A record kept
 // beside the program (`reprun exec -o ref`) is found by the next record's listings of that folder.
@@ -350,7 +192,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   auto note_open = [&](const std::string& raw, bool folder, bool reads, bool writes, bool ok, bool created,
                        const FileEvent* fe, std::string_view by, std::string_view where) {
     std::string_view path = raw;
-    if (!folder && ends_with(raw, ".pyc")) {
+    if (!folder && raw.ends_with(".pyc")) {
       if (std::string src = source_of_pyc(raw); !src.empty()) {
         path = sources.emplace_back(std::move(src)); // a module read from its .pyc: its source is the code
       }
