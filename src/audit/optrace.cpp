@@ -204,6 +204,28 @@ bool adopts_storage(const OpRecord& r) {
 
 bool is_collective(const std::string& op) { return op.rfind("c10d.", 0) == 0; }
 
+std::string op_trace_end(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) {
+    return "";
+  }
+  constexpr std::streamoff k_tail = 4096; // the end line is some 60 bytes
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - k_tail);
+  std::string tail(static_cast<size_t>(size - from), '\0');
+  in.seekg(from);
+  if (!in.read(tail.data(), static_cast<std::streamsize>(tail.size())) || tail.empty() || tail.back() != '\n') {
+    return ""; // unreadable, empty, or a last line cut short
+  }
+  tail.pop_back();
+  const size_t start = tail.rfind('\n');
+  const ojson j = ojson::parse(start == std::string::npos ? tail : tail.substr(start + 1), nullptr, false);
+  if (!j.is_object() || !j.contains("end") || !j["end"].is_string()) {
+    return "";
+  }
+  return j["end"].get<std::string>();
+}
+
 std::optional<OpRecord> nth_collective(const std::string& path, long k) {
   TraceReader t(path);
   long seen = 0;

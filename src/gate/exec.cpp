@@ -290,8 +290,10 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     return loc;
   }
   OpDivergence od;
+  std::string late_failure; // a replay that failed after its traces were complete, said in the note
   int attempt = 1;
   for (; attempt <= k_attempts; ++attempt) {
+    late_failure.clear();
     const fs::path root = fs::path(plan.opt.work_dir) / fmt::format("replay-{}.{}", pair.run, attempt);
     std::vector<std::string> failures;
     bool any_log = false;
@@ -315,10 +317,6 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
       }
       failures.push_back(e.what());
     }
-    if (!failures.empty()) {
-      loc.note = "op-level localization: a replay failed: " + failures.front();
-      return loc;
-    }
     // A data-parallel program: the root rank's traces (the rank whose own numbers part first).
     auto traced = [&](const std::string& dir, int q) {
       const RunDir d = rr && dir == dir_b ? RunDir::open(dir).process(2) : RunDir::open(dir);
@@ -326,6 +324,22 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
     };
     const std::string trace_a = traced(dir_a, rank);
     const std::string trace_b = traced(dir_b, rank);
+    if (!failures.empty()) {
+      // A replay whose program failed after both traces stopped where they were asked to (a
+      // data-parallel job whose teardown aborts at exit, as torch 1.13's gloo may: "terminate
+      // called without an active exception") has what the localization needs; else its failure
+      // is the answer.
+      auto stopped = [](const std::string& trace) {
+        const std::string end = op_trace_end(trace);
+        return end == "steps" || end == "max_ops";
+      };
+      if (!stopped(trace_a) || !stopped(trace_b)) {
+        loc.note = "op-level localization: a replay failed: " + failures.front();
+        return loc;
+      }
+      late_failure = fmt::format("; a replay's program failed after its op traces were complete ({}): they are used",
+                                 failures.front());
+    }
     std::error_code ec;
     if (!fs::exists(trace_a, ec) || !fs::exists(trace_b, ec)) {
       loc.note = "op-level localization: the replays wrote no op trace (torch was not imported, or the program "
@@ -350,8 +364,8 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   if (od.kind == OpDivergence::Kind::none) {
     loc.note = fmt::format("op-level localization: {} replays traced {} ops each up to step {} and found them "
                            "identical; the difference did not recur (rare non-determinism), or it is outside "
-                           "torch's ops (Python code that computes the logged values)",
-                           k_attempts, od.ops_compared, limit);
+                           "torch's ops (Python code that computes the logged values){}",
+                           k_attempts, od.ops_compared, limit, late_failure);
     return loc;
   }
   std::string compile_note;
@@ -412,9 +426,9 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
   const std::string repro_fix = cause.fix_kind;
   loc = apply_op_divergence(pair.diff, od, cause, od.kind == OpDivergence::Kind::same_inputs && !resume_explains,
                             ranked ? rank : -1);
-  loc.note = fmt::format("op trace{}: {} ops identical before it (replay attempt {} of {}){}",
+  loc.note = fmt::format("op trace{}: {} ops identical before it (replay attempt {} of {}){}{}",
                          ranked ? fmt::format(" of rank {}", rank) : "", od.ops_compared,
-                         std::min(attempt, k_attempts), k_attempts, compile_note);
+                         std::min(attempt, k_attempts), k_attempts, compile_note, late_failure);
   if (ranked && od.kind == OpDivergence::Kind::same_inputs) {
     // Saving an op's inputs ends the process that runs it: one rank gone leaves the others waiting in
     // their next collective.

@@ -16,6 +16,8 @@
 #      and into a gradient (a hook): the losses agree, the all-reduce spreads it to every rank, and
 #      the search follows the collective's inputs to rank 1; ranks forked from the launcher too;
 #  (e) another world size: one counted difference (ranks.world_size), the logs not compared;
+#  (g) as (d), every rank of each replay dying at exit (SIGABRT) after its op trace: localized all the
+#      same, with a note (a teardown that aborts, as torch 1.13's gloo may, is no failed replay);
 #  (f) rank 1 adds an unseeded torch.rand to an all_reduce's input: no loss differs at step 1, and
 #      the rank the op trace finds (1) is the one the verdict, divergence.rank and every format name
 #      (issue 42 item 3); (d2) and (f) also: the header counts every rank's records as the body
@@ -73,6 +75,8 @@ def worker(rank, world):
                     model.module[0].bias.add_(extra * 0.01)
             opt.step()
     dist.destroy_process_group()
+    if os.environ.get("ABORT_AT_EXIT") and os.environ.get("REPRUN_OP_TRACE"):
+        os.abort()  # a replay's rank that dies at exit after its trace, as torch 1.13's gloo teardown may
 
 
 if __name__ == "__main__":
@@ -169,6 +173,15 @@ run_rc "$REPRUN" exec -o "$T/fork" -q --pin PORT=$PORT --pin NOISE_RANK=1 --pin 
 [[ $RC == 1 ]] || fail "(d) fork: exit $RC: $(cat "$T/err")"
 grep -q "^FAIL: .*run-2: rank 1, step 1, forward, worker (ddp.py:$noise): aten.lift_fresh" "$T/out" ||
   fail "(d) fork: $(head -1 "$T/out")"
+
+# (g) the same, and every rank of each replay dies at exit (SIGABRT) after its op trace is complete:
+# the traces are used, and a note says the replays' programs failed after them.
+run_rc "$REPRUN" exec -o "$T/abort" -q --pin PORT=$PORT --pin NOISE_RANK=1 --pin ABORT_AT_EXIT=1 -- "$PY" ddp.py
+[[ $RC == 1 ]] || fail "(g) exit $RC: $(cat "$T/err")"
+grep -q "^FAIL: .*run-2: rank 1, step 1, forward, worker (ddp.py:$noise): aten.lift_fresh" "$T/out" ||
+  fail "(g) a replay that died at exit after its trace: not localized: $(cat "$T/out")"
+grep -q "a replay's program failed after its op traces were complete (.*): they are used" "$T/out" ||
+  fail "(g) no note of the replay's failure: $(cat "$T/out")"
 
 # (d2) rank 1 adds unseeded noise to a gradient: every loss of step 1 is equal, the all-reduce spreads
 # the difference to every rank, and the search follows the rank whose input to it differs.

@@ -109,6 +109,11 @@ bool adopts_storage(const OpRecord& r);
 // True for a collective of torch.distributed (c10d.allreduce_, c10d.broadcast_, ...).
 bool is_collective(const std::string& op);
 
+// How a trace ended: its last line's "end" ("steps": it reached the steps it was asked for;
+// "max_ops": its cap of ops; "exit": the program ended first), or "" when it has no end line (cut
+// short, or no file). Reads only the file's end.
+std::string op_trace_end(const std::string& path);
+
 // The k-th collective (from 0) of a trace, or none when it holds fewer. Throws Error as
 // compare_op_traces does.
 std::optional<OpRecord> nth_collective(const std::string& path, long k);
