@@ -322,24 +322,28 @@ std::optional<Localization> localize_ops(const ExecPlan& plan, const CheckResult
       const RunDir d = rr && dir == dir_b ? RunDir::open(dir).process(2) : RunDir::open(dir);
       return q > 0 ? d.rank(q).file(RunFile::op_trace) : d.file(RunFile::op_trace);
     };
-    const std::string trace_a = traced(dir_a, rank);
-    const std::string trace_b = traced(dir_b, rank);
     if (!failures.empty()) {
       // A replay whose program failed after both traces stopped where they were asked to (a
       // data-parallel job whose teardown aborts at exit, as torch 1.13's gloo may: "terminate
       // called without an active exception") has what the localization needs; else its failure
-      // is the answer.
-      auto stopped = [](const std::string& trace) {
-        const std::string end = op_trace_end(trace);
-        return end == "steps" || end == "max_ops";
+      // is the answer (a replay that failed before it wrote its run directory has no trace either).
+      auto stopped = [&](const std::string& dir) {
+        try {
+          const std::string end = op_trace_end(traced(dir, rank));
+          return end == "steps" || end == "max_ops";
+        } catch (const Error&) {
+          return false;
+        }
       };
-      if (!stopped(trace_a) || !stopped(trace_b)) {
+      if (!stopped(dir_a) || !stopped(dir_b)) {
         loc.note = "op-level localization: a replay failed: " + failures.front();
         return loc;
       }
       late_failure = fmt::format("; a replay's program failed after its op traces were complete ({}): they are used",
                                  failures.front());
     }
+    const std::string trace_a = traced(dir_a, rank);
+    const std::string trace_b = traced(dir_b, rank);
     std::error_code ec;
     if (!fs::exists(trace_a, ec) || !fs::exists(trace_b, ec)) {
       loc.note = "op-level localization: the replays wrote no op trace (torch was not imported, or the program "
