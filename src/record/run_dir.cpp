@@ -199,6 +199,24 @@ void AppendLog::append(const std::string& line) {
 
 LogFacts AppendLog::facts() const { return {m_records, "xxh3:" + hex64(m_digest->digest())}; }
 
+// ---- AtomicLog ----------------------------------------------------------------------------------
+
+AtomicLog::AtomicLog(const std::string& path)
+    : m_file(std::make_unique<AtomicFile>(path)), m_digest(std::make_unique<Xxh3Stream>()) {}
+
+AtomicLog::~AtomicLog() = default;
+
+void AtomicLog::write(std::string_view lines) {
+  m_file->write(lines);
+  m_digest->update(lines.data(), lines.size());
+  m_records += static_cast<long>(std::count(lines.begin(), lines.end(), '\n'));
+}
+
+LogFacts AtomicLog::commit() {
+  m_file->commit();
+  return {m_records, "xxh3:" + hex64(m_digest->digest())};
+}
+
 // ---- RunLock ------------------------------------------------------------------------------------
 
 RunLock::~RunLock() {

@@ -289,6 +289,36 @@ TEST_CASE("RunDir: an empty or missing log has the facts of no bytes") {
   CHECK(moved.facts().records == 1);
 }
 
+TEST_CASE("AtomicLog: the facts of what it wrote are those read back from the file, which is there only once committed") {
+  testing::TempDir t;
+  RunDir run = RunDir::create(t / "run");
+  const std::string path = run.file(RunFile::inputs);
+  {
+    AtomicLog log(path);
+    log.write("{\"path\":\"a\"}\n");
+    CHECK_FALSE(fs::exists(path)); // not committed: nothing that looks whole
+  }
+  CHECK_FALSE(fs::exists(path));
+  for (size_t pieces : {0, 1, 3, 100}) {
+    CAPTURE(pieces);
+    AtomicLog log(path);
+    std::string all;
+    for (size_t i = 0; i < pieces; ++i) {
+      // pieces of one line or many, of bytes that need every lane of the digest
+      std::string piece;
+      for (size_t k = 0; k <= i % 4; ++k) {
+        piece += fmt::format("{{\"path\":\"data/{:05d}.bin\",\"pad\":\"{}\"}}\n", i * 7 + k, std::string(i * 13 % 300, 'x'));
+      }
+      log.write(piece);
+      all += piece;
+    }
+    const LogFacts facts = log.commit();
+    CHECK(read_file(path) == all);
+    CHECK(facts == run.log_facts(RunFile::inputs));
+    CHECK(facts.records == static_cast<long>(std::count(all.begin(), all.end(), '\n')));
+  }
+}
+
 TEST_CASE("RunDir: truncation keeps evals at step 0, stops at a foreign line, and leaves missing logs alone") {
   testing::TempDir t;
   RunDir run = RunDir::create(t / "run");

@@ -27,10 +27,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace reprun {
 
+class AtomicFile;
 class Xxh3Stream;
 
 inline constexpr const char* k_run_format = "reprun.run/1";
@@ -97,6 +99,24 @@ public:
 private:
   std::string m_path;
   int m_fd = -1;
+  long m_records = 0;
+  std::unique_ptr<Xxh3Stream> m_digest;
+};
+
+// A log that reprun writes whole after the fact (exec's inputs.jsonl): through an AtomicFile
+// (core/atomic_file.hpp: in place at commit, or not at all), its facts taken from the bytes as they
+// are written, the same as log_facts would read back from the file.
+class AtomicLog {
+public:
+  explicit AtomicLog(const std::string& path);
+  ~AtomicLog();
+  AtomicLog(const AtomicLog&) = delete;
+  AtomicLog& operator=(const AtomicLog&) = delete;
+  void write(std::string_view lines); // complete lines, each ending with '\n'
+  LogFacts commit();
+
+private:
+  std::unique_ptr<AtomicFile> m_file;
   long m_records = 0;
   std::unique_ptr<Xxh3Stream> m_digest;
 };
