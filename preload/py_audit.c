@@ -28,6 +28,10 @@ static struct {
   Py_ssize_t (*tuple_size)(PyObject*);
   PyObject* (*tuple_get_item)(PyObject*, Py_ssize_t); /* borrowed */
   int (*dict_set_item_string)(PyObject*, const char*, PyObject*);
+  PyObject* (*dict_get_item_string)(PyObject*, const char*);     /* borrowed */
+  PyObject* (*unicode_from_string)(const char*);                  /* new */
+  PyObject* (*call_function_obj_args)(PyObject*, ...);            /* new */
+  void (*inc_ref)(PyObject*);
   void (*err_clear)(void);
   void (*dec_ref)(PyObject*);
   PyObject* true_object;
@@ -48,6 +52,10 @@ static size_t g_prefixes;
 static char g_cwd[PATH_MAX];
 static size_t g_cwd_len;
 static PyObject* g_co_filename; /* the attribute's name, interned once */
+/* files.py's hook, called from this one for the events it records besides opens (listings, chdir,
+ * ctypes.dlopen): a strong reference, or NULL. Python's own audit hook would be called at every
+ * event of the interpreter (10,000 in `import torch`); this one calls into Python for those only. */
+static PyObject* g_forward;
 
 /* The open this thread's Python announced last, until the next open takes it. Initial-exec TLS: no
  * allocation on first access (the library is preloaded). */
@@ -133,11 +141,38 @@ static void arm(PyObject* args) {
     used += n;
   }
   g_co_filename = py.unicode_intern_from_string("co_filename");
-  if (g_co_filename == NULL || py.dict_set_item_string(py.tuple_get_item(args, 2), "native", py.true_object) != 0) {
+  PyObject* state = py.tuple_get_item(args, 2);
+  PyObject* forward = state != NULL ? py.dict_get_item_string(state, "hook") : NULL;
+  if (g_co_filename == NULL || forward == NULL || py.dict_set_item_string(state, "native", py.true_object) != 0) {
     py.err_clear();
     return;
   }
+  py.inc_ref(forward);
+  g_forward = forward;
   g_armed = 1;
+}
+
+/* The events files.py records besides opens (its _NATIVE_EVENTS). */
+static int forwarded(const char* event) {
+  if (event[0] == 'o') {
+    return strcmp(event, "os.listdir") == 0 || strcmp(event, "os.scandir") == 0 || strcmp(event, "os.chdir") == 0;
+  }
+  return event[0] == 'c' && strcmp(event, "ctypes.dlopen") == 0;
+}
+
+/* files.py's hook(event, args); it never raises, and an error here is dropped: an audit hook that
+ * fails would fail the program's call. */
+static void forward(const char* event, PyObject* args) {
+  PyObject* name = py.unicode_from_string(event);
+  PyObject* result = name != NULL ? py.call_function_obj_args(g_forward, name, args, NULL) : NULL;
+  if (result != NULL) {
+    py.dec_ref(result);
+  } else {
+    py.err_clear();
+  }
+  if (name != NULL) {
+    py.dec_ref(name);
+  }
 }
 
 /* Whether the innermost frame, running `code` at `lasti`, is t_last's: its line copied into p. */
@@ -287,6 +322,8 @@ static int hook(const char* event, PyObject* args, void* data) {
     }
   } else if (event[0] == 'r' && strcmp(event, "reprun.files.arm") == 0) {
     arm(args);
+  } else if (g_armed && forwarded(event)) {
+    forward(event, args);
   }
   return 0;
 }
@@ -331,6 +368,10 @@ void py_audit_install(void) {
   FIND(tuple_size, "PyTuple_Size");
   FIND(tuple_get_item, "PyTuple_GetItem");
   FIND(dict_set_item_string, "PyDict_SetItemString");
+  FIND(dict_get_item_string, "PyDict_GetItemString");
+  FIND(unicode_from_string, "PyUnicode_FromString");
+  FIND(call_function_obj_args, "PyObject_CallFunctionObjArgs");
+  FIND(inc_ref, "Py_IncRef");
   FIND(err_clear, "PyErr_Clear");
   FIND(dec_ref, "Py_DecRef");
   *(void**)&py.frame_get_lasti = dlsym(RTLD_DEFAULT, "PyFrame_GetLasti"); /* optional */

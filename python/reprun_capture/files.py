@@ -16,8 +16,9 @@ process's opens, Python's or not; this adds the program's line. Where the preloa
 it also hands the line of each open to its own record of it, with an audit hook in C
 (preload/py_audit.c): cheaper than a Python call and a second write at every open. arm() asks for it
 with the audit event "reprun.files.arm"; when it answers, this hook leaves opens to it and records
-only listings. Nothing here ever raises into the program: a failure to record stops recording,
-silently.
+only listings, chdir and ctypes.dlopen, called by the hook in C for those events alone (no audit
+hook in Python then: it would run at each of the interpreter's events, 10,000 in `import torch`).
+Nothing here ever raises into the program: a failure to record stops recording, silently.
 """
 
 import os
@@ -211,11 +212,16 @@ def arm(log_path):
     _state["skip"] = tuple(sorted(p + os.sep for p in prefixes))
     _state["stdlib"] = (stdlib + os.sep,)
     _state["cwd"] = cwd + os.sep
-    # The preload library's hook in C, when it is loaded here, sets _state["native"] on this event.
+    # The preload library's hook in C, when it is loaded here, sets _state["native"] on this event:
+    # it then records the opens itself and calls _hook for the other events (_NATIVE_EVENTS) alone,
+    # so that no Python hook runs at each of the interpreter's events.
     global _events
+    _state["hook"] = _hook
     sys.audit("reprun.files.arm", _state["skip"], _state["cwd"], _state)
+    del _state["hook"]
     if _state.get("native"):
         _events = _NATIVE_EVENTS
     os.register_at_fork(after_in_child=_forked)
     atexit.register(_at_exit)
-    sys.addaudithook(_hook)
+    if not _state.get("native"):
+        sys.addaudithook(_hook)
