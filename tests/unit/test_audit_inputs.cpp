@@ -5,6 +5,7 @@
 // import-system listings are not the program's, a device is never written data).
 #include "reprun/audit/inputs_diff.hpp"
 #include "reprun/meta/content_cache.hpp"
+#include "reprun/meta/listing_cache.hpp"
 #include "reprun/meta/inputs.hpp"
 #include "reprun/record/files_log.hpp"
 #include "testing.hpp"
@@ -670,4 +671,48 @@ TEST_CASE("Inputs: the record's files and a folder's names are in the byte order
   std::vector<std::string> want = names;
   std::sort(want.begin(), want.end());
   CHECK(folder->names == want);
+}
+
+TEST_CASE("Inputs: a listed folder's names come from the listing cache while it is in the state it was listed in") {
+  testing::TempDir t;
+  const std::string data = t.path() + "/data";
+  testing::write(data + "/a.csv", "1\n");
+  testing::write(data + "/b.csv", "2\n");
+  FilesLog log;
+  FileEvent listing;
+  listing.pid = 7;
+  listing.event = 'D';
+  listing.path = data;
+  log.events.push_back(listing);
+  FileEvent read = listing;
+  read.event = 'O';
+  read.b = 3;
+  read.path = data + "/a.csv";
+  log.events.push_back(read);
+  InputsOptions opt;
+  opt.cwd = t.path();
+  opt.cache_dir = t.path() + "/cache";
+  auto names = [&]() {
+    const InputsRecord r = record_inputs(log, opt, [](long, const std::string&, bool) {});
+    for (const auto& f : r.files) {
+      if (f.folder) {
+        return f.names;
+      }
+    }
+    FAIL("no listing");
+    return std::vector<std::string>();
+  };
+  CHECK(names() == std::vector<std::string>{"a.csv", "b.csv"}); // listed: the folder is new, nothing kept
+  // An entry under the folder's state now, with a name the folder does not hold: found, so used
+  // (how a hit shows, where the folder's names are the same as the entry's).
+  struct stat st {};
+  REQUIRE(::stat(data.c_str(), &st) == 0);
+  FolderNames kept;
+  kept.names = {"a.csv", "b.csv", "kept.csv"};
+  kept.maybe_folder = {0, 0, 0};
+  listing_cache_store(opt.cache_dir, data, st, kept, std::time(nullptr) + 10);
+  CHECK(names() == kept.names);
+  // A name added: the folder's state changed, so it is listed again.
+  testing::write(data + "/c.csv", "3\n");
+  CHECK(names() == std::vector<std::string>{"a.csv", "b.csv", "c.csv"});
 }
