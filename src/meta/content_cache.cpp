@@ -24,8 +24,8 @@ constexpr const char* k_magic = "reprun.inputs-cache/1";
 
 int64_t ns(const struct timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec; }
 
-std::string entry_path(const std::string& dir, const struct stat& st) {
-  return fmt::format("{}/inputs-v1/{}-{}", dir, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
+std::string entry_name(const struct stat& st) {
+  return fmt::format("{}-{}", static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
 }
 
 std::string key_line(const struct stat& st) {
@@ -40,7 +40,7 @@ bool content_cache_lookup(const std::string& dir, const struct stat& st, Content
     return false;
   }
   try {
-    const std::string text = read_file(entry_path(dir, st));
+    const std::string text = read_file(dir + "/inputs-v1/" + entry_name(st));
     const size_t eol = text.find('\n');
     if (eol == std::string::npos || text.compare(0, eol, key_line(st)) != 0) {
       return false; // another state of the inode, or another format
@@ -65,10 +65,14 @@ void content_cache_store(const std::string& dir, const struct stat& st, const Co
   if (ns(st.st_mtim) >= racy_ns) { // as the hash cache (fingerprint.cpp)
     return;
   }
+  write_inputs_cache_file(dir, entry_name(st), key_line(st) + "\n" + content_json(c).dump() + "\n");
+}
+
+void write_inputs_cache_file(const std::string& dir, const std::string& name, std::string_view text) {
   try {
     std::error_code ec;
     fs::create_directories(dir + "/inputs-v1", ec);
-    write_file_atomic(entry_path(dir, st), key_line(st) + "\n" + content_json(c).dump() + "\n");
+    write_file_atomic(dir + "/inputs-v1/" + name, text);
   } catch (const std::exception&) { // a cache that cannot be written is no cache
   }
 }
@@ -79,9 +83,7 @@ namespace {
 
 constexpr const char* k_folder_magic = "reprun.inputs-folder/1 ";
 
-std::string folder_file(const std::string& dir, const std::string& folder) {
-  return dir + "/inputs-v1/folder-" + hex64(xxh3_64(folder.data(), folder.size()));
-}
+std::string folder_name(const std::string& folder) { return "folder-" + hex64(xxh3_64(folder.data(), folder.size())); }
 
 // "DEV INO SIZE MTIME_NS CTIME_NS" into `buf`, as a view of it (a lookup per file read: no allocation).
 std::string_view folder_key(const struct stat& st, std::array<char, 112>& buf) {
@@ -229,7 +231,7 @@ void FolderCache::load(const std::vector<std::string>& folders) {
   for (const auto& folder : folders) {
     Folder& f = m_folders[folder];
     try {
-      f.text = read_file(folder_file(m_dir, folder));
+      f.text = read_file(m_dir + "/inputs-v1/" + folder_name(folder));
     } catch (const std::exception&) { // none yet, unreadable: no entries
       continue;
     }
@@ -310,12 +312,7 @@ void FolderCache::flush() {
         }
       }
     }
-    try {
-      std::error_code ec;
-      fs::create_directories(m_dir + "/inputs-v1", ec);
-      write_file_atomic(folder_file(m_dir, folder), text);
-    } catch (const std::exception&) { // a cache that cannot be written is no cache
-    }
+    write_inputs_cache_file(m_dir, folder_name(folder), text);
   }
 }
 

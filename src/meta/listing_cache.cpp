@@ -3,19 +3,17 @@
 
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/core/hash.hpp"
+#include "reprun/meta/content_cache.hpp"
 
 #include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <ctime>
-#include <filesystem>
 #include <fmt/format.h>
 #include <string_view>
 #include <sys/stat.h>
 
 namespace reprun {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -23,9 +21,7 @@ constexpr std::string_view k_magic = "reprun.inputs-listing/1 ";
 
 int64_t ns(const struct timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec; }
 
-std::string listing_file(const std::string& dir, const std::string& folder) {
-  return dir + "/inputs-v1/listing-" + hex64(xxh3_64(folder.data(), folder.size()));
-}
+std::string listing_name(const std::string& folder) { return "listing-" + hex64(xxh3_64(folder.data(), folder.size())); }
 
 // "DEV INO MTIME_NS CTIME_NS": the state a listing is kept under.
 std::string state_key(const struct stat& st) {
@@ -41,7 +37,7 @@ bool listing_cache_lookup(const std::string& dir, const std::string& folder, con
   }
   std::string text;
   try {
-    text = read_file(listing_file(dir, folder));
+    text = read_file(dir + "/inputs-v1/" + listing_name(folder));
   } catch (const std::exception&) { // none yet, unreadable: a miss
     return false;
   }
@@ -93,12 +89,7 @@ void listing_cache_store(const std::string& dir, const std::string& folder, cons
     text.push_back(n.maybe_folder[i] != 0 ? 'd' : '-');
     text.append(n.names[i]).push_back('\0');
   }
-  try {
-    std::error_code ec;
-    fs::create_directories(dir + "/inputs-v1", ec);
-    write_file_atomic(listing_file(dir, folder), text);
-  } catch (const std::exception&) { // a cache that cannot be written is no cache
-  }
+  write_inputs_cache_file(dir, listing_name(folder), text);
 }
 
 } // namespace reprun

@@ -15,15 +15,10 @@
 #include <sys/stat.h>
 
 using namespace reprun;
+using testing::stat_of;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct stat stat_of(const std::string& path) {
-  struct stat st {};
-  REQUIRE(::stat(path.c_str(), &st) == 0);
-  return st;
-}
 
 std::string big_content(char fill) {
   std::string s(k_content_cache_min + 4096, fill);

@@ -14,15 +14,10 @@
 #include <sys/stat.h>
 
 using namespace reprun;
+using testing::stat_of;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct stat stat_of(const std::string& path) {
-  struct stat st {};
-  REQUIRE(::stat(path.c_str(), &st) == 0);
-  return st;
-}
 
 std::string cache_file(const std::string& cache, const std::string& folder) {
   return cache + "/inputs-v1/listing-" + hex64(xxh3_64(folder.data(), folder.size()));

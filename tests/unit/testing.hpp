@@ -6,6 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <sys/stat.h>
 
 namespace testing {
 
@@ -39,6 +40,15 @@ inline void write(const std::string& path, const std::string& content) {
 inline void backdate(const std::string& path, int seconds = 3600) {
   auto t = std::filesystem::last_write_time(path) - std::chrono::seconds(seconds);
   std::filesystem::last_write_time(path, t);
+}
+
+// The stat of `path`; throws when there is none.
+inline struct stat stat_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw std::runtime_error("no stat of " + path);
+  }
+  return st;
 }
 
 // The message of the exception `f` throws, or "(no error)".

@@ -47,6 +47,11 @@ namespace reprun {
 
 constexpr uint64_t k_content_cache_min = 1 << 20;
 
+// Writes `text` whole and atomically as `name` in the folder inputs-v1 of the cache folder `dir`
+// (made when missing): the content cache's, the folder cache's and the listing cache's files. A
+// cache that cannot be written is no cache: failures are ignored.
+void write_inputs_cache_file(const std::string& dir, const std::string& name, std::string_view text);
+
 // The summary of a file in exactly the state `st` from the cache folder `dir`, or false.
 bool content_cache_lookup(const std::string& dir, const struct stat& st, ContentSummary& out);
 
