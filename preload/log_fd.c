@@ -1,6 +1,7 @@
 /* The preload library's log descriptor, and the program taking its number: see log_fd.h. */
 #define _GNU_SOURCE
 #include "log_fd.h"
+#include "log_map.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -75,8 +76,21 @@ static int open_log(void) {
 
 int log_fd_start(const char* path) {
   g_path = path;
-  int fd = open_log();
+  /* The mapped log where it can be (log_map.h): no descriptor kept, no write a record. */
+  REAL(OpenFn, open);
   struct stat st;
+  int fd = fn != NULL ? fn(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644) : -1;
+  if (fd >= 0) {
+    const int mapped = fstat(fd, &st) == 0 ? log_map_start(path, fd, &st) : 0;
+    close(fd);
+    if (mapped != 0) {
+      g_dev = st.st_dev;
+      g_ino = st.st_ino;
+      atomic_store(&g_pid, getpid());
+      return mapped > 0 ? 0 : -1;
+    }
+  }
+  fd = open_log();
   if (fd < 0 || fstat(fd, &st) != 0) {
     if (fd >= 0) {
       close(fd);
@@ -123,6 +137,10 @@ void log_fd_forked(void) {
 int log_fd_owner(void) { return getpid() == atomic_load(&g_pid); }
 
 void log_fd_write(const char* buf, size_t len) {
+  if (log_map_active()) {
+    log_map_write(buf, len);
+    return;
+  }
   for (int attempt = 0; attempt < k_write_attempts; ++attempt) {
     t_writing = 1;
     const unsigned slot = atomic_load(&g_gen) & 1u;

@@ -1,5 +1,6 @@
-/* The preload library's log descriptor (issue 36): opened once per process on a high number with
- * O_APPEND, checked to be the log before every write (a program may close it, or put a file of its
+/* The preload library's log: its mapped form where it can be (log_map.h: no descriptor kept), else
+ * the appended form, whose descriptor is this file's (issue 36): opened once per process on a high
+ * number with O_APPEND, checked to be the log before every write (a program may close it, or put a file of its
  * own on that number), and handed over when the program takes its number through libc: close, dup2,
  * dup3, close_range and closefrom wait until no record is being written through it (a thread
  * between its check and its write would otherwise write into the program's file), then let the
@@ -13,7 +14,8 @@
 #include <sys/stat.h>
 
 /* Opens the log at `path` (kept: a pointer to memory that lives as long as the library) for this
- * process; 0, or -1 when it cannot be opened (nothing is recorded then). */
+ * process, mapped when it is new or mapped already, else appended to; 0, or -1 when it cannot be
+ * opened or mapped (nothing is recorded then). */
 int log_fd_start(const char* path);
 
 /* Whether st is the log's (a program's open of the log is not recorded). */
@@ -26,5 +28,5 @@ void log_fd_forked(void);
  * parent's memory). */
 int log_fd_owner(void);
 
-/* Writes one finished record (one write, O_APPEND). */
+/* Writes one finished record (a copy into the mapping, or one write, O_APPEND). */
 void log_fd_write(const char* buf, size_t len);

@@ -99,10 +99,8 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, int64_t started
   // logs, 14 MB of memory): made ready in one piece (core/heap.hpp).
   uint64_t log_bytes = 0;
   for (const RunDir& d : dirs) {
-    std::error_code ec;
     for (RunFile f : {RunFile::files_log, RunFile::py_files_log}) {
-      const uintmax_t n = fs::file_size(d.file(f), ec);
-      log_bytes += ec ? 0 : n;
+      log_bytes += files_log_bytes(d.file(f));
     }
   }
   ready_heap(log_bytes * 12);
@@ -116,6 +114,17 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, int64_t started
     log.events.insert(log.events.end(), std::make_move_iterator(one.events.begin()), std::make_move_iterator(one.events.end()));
     log.py.insert(log.py.end(), std::make_move_iterator(one.py.begin()), std::make_move_iterator(one.py.end()));
     log.skipped += one.skipped;
+    log.lost += one.lost;
+    log.unmapped = log.unmapped || one.unmapped;
+  }
+  if (log.lost > 0) {
+    notes.push_back(fmt::format("{} records of the files the program opened were lost: the log could not grow (a full "
+                                "disk?); what they name is not recorded",
+                                log.lost));
+  }
+  if (log.unmapped) {
+    notes.push_back("a process of the program could not map the log of the files it opened (an address-space limit?): "
+                    "what it read is not recorded");
   }
   if (log.events.empty() && log.py.empty()) {
     if (!plan.preload.empty()) {

@@ -1,14 +1,17 @@
 // The files.log and py-files.log readers: see include/reprun/record/files_log.hpp.
 #include "reprun/record/files_log.hpp"
 
-#include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <climits>
+#include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string_view>
 #include <sys/stat.h>
 #include <unordered_map>
@@ -165,27 +168,75 @@ bool parse_py(std::string_view line, PyFileEvent& e, LinkResolver& links) {
   return e.event == "open" || e.event == "listdir" || e.event == "module" || e.event == "prefix" || e.event == "start";
 }
 
-// Complete lines of `path` (a partial last line, cut by a kill, is not one), after `reserve` is
-// told how many there are at most.
-template <class R, class F> void each_line(const std::string& path, R&& reserve, F&& f) {
+// The mapped form of files.log (preload/log_map.h): a header page, then the records.
+constexpr std::string_view k_map_magic = "reprun.files/3 mapped\n";
+constexpr size_t k_map_header = 4096;
+
+uint64_t header_field(std::string_view text, size_t at) {
+  uint64_t v = 0;
+  std::memcpy(&v, text.data() + at, sizeof v); // native order: written by the same machine's processes
+  return v;
+}
+
+struct LogText {
+  std::string text;
+  std::string_view records; // the records' bytes in text
+  uint64_t lost = 0;        // the mapped form: records it had no room for
+  bool unmapped = false;    // the mapped form: a process could not map it
+};
+
+LogText read_log_text(const std::string& path) {
+  LogText t;
   std::error_code ec;
   if (path.empty() || !std::filesystem::exists(path, ec)) {
-    return;
+    return t;
   }
-  std::string text;
-  try {
-    text = read_file(path);
-  } catch (const std::exception&) {
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  std::ifstream in(path, std::ios::binary);
+  if (ec || !in) {
     throw Error(path, "cannot read");
   }
-  const std::string_view v(text);
+  std::string head(static_cast<size_t>(std::min<uintmax_t>(size, k_map_header)), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  uintmax_t rest = size - head.size();
+  if (head.size() == k_map_header && head.starts_with(k_map_magic)) {
+    // Only the bytes reserved: the rest, to the end of what was allocated, is zeros.
+    t.lost = header_field(head, 72);
+    t.unmapped = header_field(head, 80) != 0;
+    rest = std::min<uintmax_t>(rest, header_field(head, 64));
+  } else {
+    t.text = std::move(head);
+  }
+  const size_t at = t.text.size();
+  t.text.resize(at + static_cast<size_t>(rest));
+  in.read(t.text.data() + at, static_cast<std::streamsize>(rest));
+  if (in.bad() || static_cast<uintmax_t>(in.gcount()) != rest) {
+    throw Error(path, "cannot read");
+  }
+  t.records = t.text;
+  return t;
+}
+
+// Complete lines of `v` (a partial last line, cut by a kill, is not one), after `reserve` is told
+// how many there are at most. In the mapped form, a place a killed process reserved and did not
+// fill holds zeros up to its newline's place, which it never wrote: the line that holds zeros is
+// what follows the last of them, and each such place counts as `cut`.
+template <class R, class F> void each_line(std::string_view v, long& cut, R&& reserve, F&& f) {
   reserve(static_cast<size_t>(std::count(v.begin(), v.end(), '\n')));
   for (size_t at = 0; at < v.size();) {
     const size_t eol = v.find('\n', at);
     if (eol == std::string_view::npos) {
-      break; // no '\n' after it
+      cut += v.substr(at).find_first_not_of('\0') != std::string_view::npos; // no '\n' after it
+      break;
     }
-    f(v.substr(at, eol - at));
+    std::string_view line = v.substr(at, eol - at);
+    if (const size_t zero = line.rfind('\0'); zero != std::string_view::npos) {
+      cut += line.substr(0, zero).find_first_not_of('\0') != std::string_view::npos;
+      line.remove_prefix(zero + 1);
+    }
+    if (!line.empty()) {
+      f(line);
+    }
     at = eol + 1;
   }
 }
@@ -227,7 +278,10 @@ std::string unescape_log_path(std::string_view s) {
 FilesLog read_files_log(const std::string& files_log, const std::string& py_files_log) {
   FilesLog log;
   LinkResolver links;
-  each_line(files_log, [&](size_t n) { log.events.reserve(n); }, [&](std::string_view line) {
+  const LogText text = read_log_text(files_log);
+  log.lost = text.lost;
+  log.unmapped = text.unmapped;
+  each_line(text.records, log.skipped, [&](size_t n) { log.events.reserve(n); }, [&](std::string_view line) {
     FileEvent e;
     if (parse_event(line, e, links)) {
       log.events.push_back(std::move(e));
@@ -235,7 +289,8 @@ FilesLog read_files_log(const std::string& files_log, const std::string& py_file
       ++log.skipped;
     }
   });
-  each_line(py_files_log, [&](size_t n) { log.py.reserve(n); }, [&](std::string_view line) {
+  const LogText py_text = read_log_text(py_files_log);
+  each_line(py_text.records, log.skipped, [&](size_t n) { log.py.reserve(n); }, [&](std::string_view line) {
     PyFileEvent e;
     if (parse_py(line, e, links)) {
       log.py.push_back(std::move(e));
@@ -244,6 +299,25 @@ FilesLog read_files_log(const std::string& files_log, const std::string& py_file
     }
   });
   return log;
+}
+
+uint64_t files_log_bytes(const std::string& path) {
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) {
+    return 0;
+  }
+  if (size >= k_map_header) {
+    char head[96];
+    if (FILE* f = std::fopen(path.c_str(), "rb")) {
+      const size_t n = std::fread(head, 1, sizeof head, f);
+      std::fclose(f);
+      if (n == sizeof head && std::string_view(head, n).starts_with(k_map_magic)) {
+        return std::min<uint64_t>(header_field(std::string_view(head, n), 64), size - k_map_header);
+      }
+    }
+  }
+  return size;
 }
 
 } // namespace reprun

@@ -1,4 +1,5 @@
-"""A strict reader of the preload library's log (reprun.files/3, preload/reprun_preload.c), for the
+"""A strict reader of the preload library's log (reprun.files/3, appended or mapped: preload/reprun_preload.c,
+preload/log_map.h), for the
 e2e tests test_preload_*.sh: every line must parse, or the test fails naming the line.
 Not reprun's reader (that is C++); this one only checks the format and answers the tests' questions.
 """
@@ -63,9 +64,38 @@ def unescape(raw, where):
     return bytes(out), cut
 
 
+MAGIC = b"reprun.files/3 mapped\n"  # the mapped form (preload/log_map.h): a header page, then the records
+HEADER = 4096
+
+
+def header(data):
+    """The mapped form's header fields: (reserved, lost, unmapped, allocated); None for an appended log."""
+    if not data.startswith(MAGIC):
+        return None
+    return tuple(int.from_bytes(data[at:at + 8], sys.byteorder) for at in (64, 72, 80, 88))
+
+
+def records_text(path, data):
+    """The records' bytes: an appended log as it is; of the mapped form, the bytes reserved after its
+    header, which must all have been filled (no record lost, no place left empty by a killed
+    process), with zeros after them to the end of the file."""
+    h = header(data)
+    if h is None:
+        return data
+    reserved, lost, unmapped, allocated = h
+    if lost or unmapped:
+        raise ValueError(f"{path}: {lost} records lost, unmapped flag {unmapped}")
+    body, rest = data[HEADER:HEADER + reserved], data[HEADER + reserved:]
+    if len(data) < HEADER + reserved or allocated > len(data) or rest.strip(b"\0"):
+        raise ValueError(f"{path}: {reserved} bytes reserved, {allocated} allocated in {len(data)}; after them {rest[:100]!r}")
+    if b"\0" in body:
+        raise ValueError(f"{path}: a place reserved and not filled at {HEADER + body.index(0)}")
+    return body
+
+
 def parse(path):
     with open(path, "rb") as f:
-        data = f.read()
+        data = records_text(path, f.read())
     if data and not data.endswith(b"\n"):
         raise ValueError(f"{path}: the last line has no newline: {data[-200:]!r}")
     records = []

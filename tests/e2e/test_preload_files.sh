@@ -478,7 +478,7 @@ for want in [b"/sub/rel.txt", b"/sub/../data.txt", b"/sub/."]:
     check(TP + want in paths, f"{want} recorded after chdir, absolute and unresolved", R)
 dirfd = [r for r in O if r.path == TP + b"/sub/rel.txt"]
 check(len(dirfd) == 2 and same_file(dirfd[1], "sub/rel.txt"), "openat(dirfd of sub, 'rel.txt') after chdir back", R)
-raw = open(sys.argv[1], "rb").read()
+raw = records_text(sys.argv[1], open(sys.argv[1], "rb").read())
 for name, escaped in [(b"we\nird\tname", b"/we\\nird\\tname\n"), (b"back\\slash\x01\x7f", b"/back\\\\slash\\x01\\x7f\n"),
                       (b"caf\xe9-latin1", b"/caf\xe9-latin1\n")]:
     check(raw.count(TP + escaped) == 2, f"{escaped!r} escaped in the log (written and read)", R)

@@ -11,7 +11,6 @@ LIB="$(cd "$(dirname "$REPRUN")" && pwd -P)/libreprun_preload.so"
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=$(command -v python3) || skip "no python3"
 mkdir w && cd w || exit 1
-for t in 0 1 2 3 4 5 6 7; do mkdir "t$t"; done
 
 cat >stress.c <<'C'
 #include <fcntl.h>
@@ -63,12 +62,17 @@ else
   echo "no gcc (or it failed): Python's threads instead"
   prog=("$PY" stress.py)
 fi
-LD_PRELOAD=$LIB REPRUN_FILES_LOG=$T/stress.log "${prog[@]}" >"$T/out" 2>"$T/err" ||
-  fail "${prog[*]} failed: $(head -c 2000 "$T/err")"
-grep -qx done "$T/out" || fail "${prog[*]}: $(cat "$T/out")"
-TP=$(pwd -P) PYTHONPATH="$REPRUN_SRC/tests/e2e" "$PY" - "$T/stress.log" <<'PY' || fail "the stress log is not as expected (above)"
+# A log that already holds a line is appended to (log_fd.c); a new one is the mapped form (log_map.h):
+# both are stressed. The seed line is a record, so that the strict reader reads it too.
+seed() { printf '1\tS\t0\t0\t0\t0\t0:0:0\t-\t/seed\n' >"$1"; }
+stress() { # stress LOG: the 8 threads' 16,000 creates, recorded into LOG
+  rm -rf t[0-7] && mkdir t0 t1 t2 t3 t4 t5 t6 t7 || exit 1
+  LD_PRELOAD=$LIB REPRUN_FILES_LOG=$1 "${prog[@]}" >"$T/out" 2>"$T/err" ||
+    fail "${prog[*]} failed: $(head -c 2000 "$T/err")"
+  grep -qx done "$T/out" || fail "${prog[*]}: $(cat "$T/out")"
+  TP=$(pwd -P) PYTHONPATH="$REPRUN_SRC/tests/e2e" "$PY" - "$1" <<'PY' || fail "the stress log $1 is not as expected (above)"
 import os, re, sys
-from preload_log import parse, check, CREATED
+from preload_log import parse, check, header, CREATED
 R = parse(sys.argv[1])  # every line: 8 fields, a numeric pid, known event, escapes
 tp = os.environ["TP"].encode()
 name = re.compile(re.escape(tp) + rb"/t([0-7])/file-([0-9]{4})-a-long-name-so-that-each-record-takes-more-bytes-"
@@ -79,11 +83,76 @@ check(len({r.path for r in O}) == 16000, "each file once")
 check(all(r.b >= 0 and r.a & ~os.O_CLOEXEC == os.O_WRONLY | os.O_CREAT | CREATED and r.size == 0 and r.ino != 0 for r in O),
       "each open succeeded and created its file")
 check(len({r.pid for r in O}) == 1, "one process")
-print(f"{len(R)} records, {len(O)} O records of the stress files")
+mapped = header(open(sys.argv[1], "rb").read(64)) is not None
+print(f"{sys.argv[1]}: {len(R)} records, {len(O)} O records of the stress files, {'mapped' if mapped else 'appended'}")
+PY
+}
+stress "$T/stress.log"
+head -c 22 "$T/stress.log" | grep -q '^reprun.files/3 mapped$' || fail "a new log is not in the mapped form: $(head -c 100 "$T/stress.log" | od -c | head -3)"
+seed "$T/stress-appended.log"
+stress "$T/stress-appended.log"
+head -c 2 "$T/stress-appended.log" | grep -q '^1' || fail "a log that held a line is not appended to"
+
+# Processes at once (fork, as a DataLoader's workers): 4, released together, each opening 2,000 files
+# of its own, into one mapped log: each record whole, once.
+mkdir "$T/procs" && cd "$T/procs" || exit 1
+for p in 0 1 2 3; do mkdir "p$p" && for i in $(seq 0 1999); do : >"p$p/f$i"; done; done
+cat >procs.py <<'PYSRC'
+import multiprocessing as mp, os
+def work(p, start):
+    start.wait()
+    for i in range(2000):
+        os.close(os.open(f"p{p}/f{i}", os.O_RDONLY))
+if __name__ == "__main__":
+    mp.set_start_method("fork")
+    start = mp.Barrier(4)
+    ps = [mp.Process(target=work, args=(p, start)) for p in range(4)]
+    for x in ps:
+        x.start()
+    for x in ps:
+        x.join()
+    print("done" if all(x.exitcode == 0 for x in ps) else "failed")
+PYSRC
+[[ $(LD_PRELOAD=$LIB REPRUN_FILES_LOG=$T/procs.log "$PY" procs.py) == done ]] || fail "procs.py failed"
+TP=$(pwd -P) PYTHONPATH="$REPRUN_SRC/tests/e2e" "$PY" - "$T/procs.log" <<'PY' || fail "the log of 4 processes is not as expected (above)"
+import os, re, sys
+from preload_log import parse, check
+R = parse(sys.argv[1])
+tp = os.environ["TP"].encode()
+O = [r for r in R if r.ev == "O" and re.fullmatch(re.escape(tp) + rb"/p[0-3]/f[0-9]+", r.path)]
+check(len(O) == 8000 and len({r.path for r in O}) == 8000, f"{len(O)} O records of the 8,000 files, each once", R)
+by = {}
+for r in O:
+    by.setdefault(r.path.split(b"/")[-2], set()).add(r.pid)
+check(len(by) == 4 and all(len(v) == 1 for v in by.values()) and len(set.union(*by.values())) == 4,
+      "each process's files under its own pid", R)
+print(f"{len(R)} records from {len({r.pid for r in R})} processes")
 PY
 
-# The program takes the log's number.
+# A program that closes every descriptor and puts its own files on low numbers: the mapped log keeps
+# no descriptor, so nothing of the program's is touched and every open is recorded.
+cd "$T" && mkdir closeall && cd closeall || exit 1
+echo x >in.txt
+cat >closeall.py <<'PYSRC'
+import os
+os.closerange(3, 65536)
+own = os.open("own.txt", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+for n in range(3, 64):
+    if n != own:
+        os.dup2(own, n)
+for _ in range(100):
+    with open("in.txt") as f:
+        f.read()
+    os.write(own, b"B\n")
+print("done")
+PYSRC
+[[ $(LD_PRELOAD="$LIB" REPRUN_FILES_LOG="$T/closeall/files.log" "$PY" closeall.py) == done ]] || fail "closeall.py failed"
+[[ $(grep -c . own.txt) == 100 && $(grep -vc '^B$' own.txt) == 0 ]] || fail "the program's file holds records: $(grep -av '^B$' own.txt | head -3)"
+[[ $(grep -acF "$(pwd -P)/in.txt" files.log) == 100 ]] || fail "not every open recorded after the program closed every descriptor"
+
+# The program takes the appended log's number (a mapped log keeps none: above).
 cd "$T" && mkdir take && cd take || exit 1
+seed files.log
 echo x >in.txt && echo y >in2.txt
 cat >take.py <<'PYSRC'
 import os
@@ -107,6 +176,7 @@ grep -qF "$(pwd -P)/in.txt" files.log && grep -qF "$(pwd -P)/in2.txt" files.log 
 # The program takes the log's number by a raw system call, which no hook sees: the check before each
 # record (the inode of what the number is open on) keeps the records out of the program's file.
 cd "$T" && mkdir raw && cd raw || exit 1
+seed files.log
 echo x >in.txt
 cat >raw.py <<'PYSRC'
 import ctypes, os

@@ -1,7 +1,9 @@
 // The raw logs of what a program run by `reprun exec` opened, written as it runs (format
 // "reprun.files/3", /2 read too; docs/run-format.md, "files.log"):
 //   files.log     by libreprun_preload.so in every process of the program, one line per event, each
-//                 written with one write() to a file opened O_APPEND, tab-separated:
+//                 copied into a file all of them map, after its header page (its mapped form,
+//                 preload/log_map.h), or written with one write() to a file opened O_APPEND (a log
+//                 that held lines before), tab-separated:
 //                   PID EVENT A B SIZE MTIME_NS DEV:INO:CTIME_NS WHERE PATH
 //                 EVENT S (a process started: A its parent's pid, PATH its executable), O (an open of
 //                 the open family or fopen: A the open flags, with 0x40000000 when O_CREAT made the
@@ -61,11 +63,16 @@ struct PyFileEvent {
 struct FilesLog {
   std::vector<FileEvent> events;
   std::vector<PyFileEvent> py;
-  long skipped = 0;        // lines that did not parse (cut by a kill)
+  long skipped = 0;        // lines that did not parse, or were cut by a kill
+  uint64_t lost = 0;       // files.log's mapped form: records it had no room for (a full disk)
+  bool unmapped = false;   // files.log's mapped form: a process could not map it, and recorded nothing
 };
 
 // Reads both logs (a missing one has no events). Throws Error naming a file that cannot be read.
 FilesLog read_files_log(const std::string& files_log, const std::string& py_files_log);
+
+// The bytes of records in a log: its size, or in the mapped form those reserved after its header.
+uint64_t files_log_bytes(const std::string& path);
 
 // The escapes of both logs undone: \\ \t \n \xHH.
 std::string unescape_log_path(std::string_view s);
