@@ -118,8 +118,9 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, int64_t started
     log.unmapped = log.unmapped || one.unmapped;
   }
   if (log.lost > 0) {
-    notes.push_back(fmt::format("{} records of the files the program opened were lost: the log could not grow (a full "
-                                "disk?); what they name is not recorded",
+    notes.push_back(fmt::format("{} records of the files the program opened were lost: the log had no room for them (a "
+                                "full disk, or its window under an address-space limit, ulimit -v, was full); what "
+                                "they name is not recorded",
                                 log.lost));
   }
   if (log.unmapped) {

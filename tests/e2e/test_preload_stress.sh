@@ -150,6 +150,33 @@ PYSRC
 [[ $(grep -c . own.txt) == 100 && $(grep -vc '^B$' own.txt) == 0 ]] || fail "the program's file holds records: $(grep -av '^B$' own.txt | head -3)"
 [[ $(grep -acF "$(pwd -P)/in.txt" files.log) == 100 ]] || fail "not every open recorded after the program closed every descriptor"
 
+# A program under an address-space limit (RLIMIT_AS of 1 GiB: a window of 32 MiB, a 32nd of it):
+# the records past the window are counted as lost in the header, the program runs as it would.
+cd "$T" && mkdir limited && cd limited || exit 1
+cat >many.py <<'PYSRC'
+import os
+name = "x" * 200
+open(name, "w").close()
+for _ in range(200000):  # some 45 MB of records
+    os.close(os.open(name, os.O_RDONLY))
+print("done")
+PYSRC
+out=$( (ulimit -v 1048576 && LD_PRELOAD="$LIB" REPRUN_FILES_LOG="$T/limited/files.log" "$PY" many.py) ) || fail "many.py under ulimit -v failed"
+[[ $out == done ]] || fail "many.py under ulimit -v: $out"
+PYTHONPATH="$REPRUN_SRC/tests/e2e" "$PY" - files.log <<'PY' || fail "the log of a program under an address-space limit (above)"
+import os, sys
+from preload_log import header, check
+data = open(sys.argv[1], "rb").read()
+reserved, lost, unmapped, allocated = header(data)
+check(lost > 50000 and not unmapped, f"records past the window counted as lost: {lost} lost, unmapped {unmapped}")
+check(allocated == len(data) == 32 << 20, f"the file grew to the window and no further: {allocated} allocated, {len(data)} bytes")
+body = data[4096:]
+complete = body[:body.rindex(b"\n") + 1]
+check(b"\0" not in complete and complete.count(b"/limited/" + b"x" * 200) > 100000,
+      f"the records that fit are whole: {complete.count(b'/limited/')} of them")
+print(f"{lost} records lost past the window of {len(data)} bytes")
+PY
+
 # The program takes the appended log's number (a mapped log keeps none: above).
 cd "$T" && mkdir take && cd take || exit 1
 seed files.log
