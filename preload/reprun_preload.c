@@ -8,12 +8,11 @@
  * never changes what the program sees: arguments, results, errno and environments pass untouched.
  * Files: this one (the session, the log, the hooks), line.c (a record's formatting), exec_target.c
  * (an exec's program: PATH search, static check, the child's environment), py_audit.c (a Python
- * process's audit hook in C: the program's line of each open), log_map.c (the log's mapped form,
- * the usual one) and log_fd.c (its appended form, and the program taking a descriptor's number).
+ * process's audit hook in C: the program's line of each open), log_map.c and log_fd.c (the log).
  *
  * The log, format reprun.files/3 (reprun reads /2 too, whose records lack ctime_ns; the version
- * lives here and in docs/ARCHITECTURE.md, not in the file; the mapped form's header names the form,
- * log_map.h): one record per line, nine fields split by tabs.
+ * lives here and in docs/ARCHITECTURE.md; the mapped form's header, log_map.h, names the form): one
+ * record per line, nine fields split by tabs.
  *   line  := pid TAB event TAB a TAB b TAB size TAB mtime_ns TAB dev ":" ino ":" ctime_ns TAB where
  *            TAB path LF
  *   event  a                        b              what
@@ -72,11 +71,9 @@
  *   of the log itself, and a call a hooked function makes into another hook.
  * Why this shape: hooks run anywhere (a DataLoader worker forked from a threaded process, a vfork
  * child sharing its parent's memory), so a record is built on the stack and copied into a place of
- * the mapped log reserved by one atomic add (or written by one write() on a descriptor opened with
- * O_APPEND): no allocation, no lock, no buffer shared by threads, and the lines of concurrent
- * processes and threads never interleave. A process killed by SIGKILL leaves every record up to its
- * last call, whole (the one it was copying, without its newline, is skipped). Text, so that a person
- * can read it (`tail -c +4097` of the mapped form). */
+ * the mapped log one atomic add reserves (or written by one O_APPEND write()): no allocation, no
+ * lock, no buffer shared by threads; lines never interleave; a process killed by SIGKILL leaves
+ * every record up to its last call, whole. Text, for people (`tail -c +4097` of the mapped form). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>

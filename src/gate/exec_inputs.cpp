@@ -107,7 +107,7 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, int64_t started
   FilesLog log;
   for (const RunDir& d : dirs) {
     FilesLog one = read_files_log(d.file(RunFile::files_log), d.file(RunFile::py_files_log));
-    if (log.events.empty() && log.py.empty() && log.skipped == 0) {
+    if (log.events.empty() && log.py.empty() && log.skipped == 0 && log.lost == 0 && !log.unmapped) {
       log = std::move(one); // the usual case, one process folder: no copy of its 10,000s of events
       continue;
     }
@@ -118,14 +118,14 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, int64_t started
     log.unmapped = log.unmapped || one.unmapped;
   }
   if (log.lost > 0) {
-    notes.push_back(fmt::format("{} records of the files the program opened were lost: the log had no room for them (a "
-                                "full disk, or its window under an address-space limit, ulimit -v, was full); what "
-                                "they name is not recorded",
+    notes.push_back(fmt::format("{} records of the files the program opened were lost: the log could not grow for them (a "
+                                "full disk, a file-size limit, ulimit -f, or 4 GiB of records); what they name is not "
+                                "recorded",
                                 log.lost));
   }
   if (log.unmapped) {
-    notes.push_back("a process of the program could not map the log of the files it opened (an address-space limit?): "
-                    "what it read is not recorded");
+    notes.push_back("a process of the program could not map the log of the files it opened (its first segment could not "
+                    "be allocated or mapped): what it read is not recorded");
   }
   if (log.events.empty() && log.py.empty()) {
     if (!plan.preload.empty()) {

@@ -69,10 +69,10 @@ HEADER = 4096
 
 
 def header(data):
-    """The mapped form's header fields: (reserved, lost, unmapped, allocated); None for an appended log."""
+    """The mapped form's header fields: (reserved, lost, unmapped, size); None for an appended log."""
     if not data.startswith(MAGIC):
         return None
-    return tuple(int.from_bytes(data[at:at + 8], sys.byteorder) for at in (64, 72, 80, 88))
+    return tuple(int.from_bytes(data[at:at + 8], sys.byteorder) for at in (64, 72, 80)) + (len(data),)
 
 
 def records_text(path, data):
@@ -82,12 +82,12 @@ def records_text(path, data):
     h = header(data)
     if h is None:
         return data
-    reserved, lost, unmapped, allocated = h
+    reserved, lost, unmapped, size = h
     if lost or unmapped:
         raise ValueError(f"{path}: {lost} records lost, unmapped flag {unmapped}")
     body, rest = data[HEADER:HEADER + reserved], data[HEADER + reserved:]
-    if len(data) < HEADER + reserved or allocated > len(data) or rest.strip(b"\0"):
-        raise ValueError(f"{path}: {reserved} bytes reserved, {allocated} allocated in {len(data)}; after them {rest[:100]!r}")
+    if size < HEADER + reserved or size % (1 << 20) or rest.strip(b"\0"):
+        raise ValueError(f"{path}: {reserved} bytes reserved in {size} (whole segments of a MiB); after them {rest[:100]!r}")
     if b"\0" in body:
         raise ValueError(f"{path}: a place reserved and not filled at {HEADER + body.index(0)}")
     return body

@@ -26,7 +26,7 @@ std::string mapped(const std::string& records, uint64_t lost, uint64_t unmapped,
   std::string f(4096, '\0');
   const std::string magic = "reprun.files/3 mapped\n";
   f.replace(0, magic.size(), magic);
-  const uint64_t fields[] = {records.size(), lost, unmapped, size};
+  const uint64_t fields[] = {records.size(), lost, unmapped};
   std::memcpy(f.data() + 64, fields, sizeof fields);
   f += records;
   f.resize(std::max(size, f.size()), '\0');
