@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
+#include <optional>
 #include <string_view>
 #include <sys/stat.h>
 #include <unordered_map>
@@ -172,10 +172,19 @@ bool parse_py(std::string_view line, PyFileEvent& e, LinkResolver& links) {
 constexpr std::string_view k_map_magic = "reprun.files/3 mapped\n";
 constexpr size_t k_map_header = 4096;
 
-uint64_t header_field(std::string_view text, size_t at) {
-  uint64_t v = 0;
-  std::memcpy(&v, text.data() + at, sizeof v); // native order: written by the same machine's processes
-  return v;
+struct MapHeader {
+  uint64_t reserved = 0, lost = 0;
+  bool unmapped = false;
+};
+
+// The mapped form's header from the file's first bytes; nullopt for an appended log.
+std::optional<MapHeader> map_header(std::string_view head) {
+  if (head.size() < 88 || !head.starts_with(k_map_magic)) {
+    return std::nullopt;
+  }
+  uint64_t v[3]; // native order: written by the same machine's processes
+  std::memcpy(v, head.data() + 64, sizeof v);
+  return MapHeader{v[0], v[1], v[2] != 0};
 }
 
 struct LogText {
@@ -199,11 +208,11 @@ LogText read_log_text(const std::string& path) {
   std::string head(static_cast<size_t>(std::min<uintmax_t>(size, k_map_header)), '\0');
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
   uintmax_t rest = size - head.size();
-  if (head.size() == k_map_header && head.starts_with(k_map_magic)) {
-    // Only the bytes reserved: the rest, to the end of what was allocated, is zeros.
-    t.lost = header_field(head, 72);
-    t.unmapped = header_field(head, 80) != 0;
-    rest = std::min<uintmax_t>(rest, header_field(head, 64));
+  if (const auto h = head.size() == k_map_header ? map_header(head) : std::nullopt) {
+    // Only the bytes reserved: the rest, to the end of the last segment, is zeros.
+    t.lost = h->lost;
+    t.unmapped = h->unmapped;
+    rest = std::min<uintmax_t>(rest, h->reserved);
   } else {
     t.text = std::move(head);
   }
@@ -308,12 +317,12 @@ uint64_t files_log_bytes(const std::string& path) {
     return 0;
   }
   if (size >= k_map_header) {
-    char head[96];
+    char head[88];
     if (FILE* f = std::fopen(path.c_str(), "rb")) {
       const size_t n = std::fread(head, 1, sizeof head, f);
       std::fclose(f);
-      if (n == sizeof head && std::string_view(head, n).starts_with(k_map_magic)) {
-        return std::min<uint64_t>(header_field(std::string_view(head, n), 64), size - k_map_header);
+      if (const auto h = map_header(std::string_view(head, n))) {
+        return std::min<uint64_t>(h->reserved, size - k_map_header);
       }
     }
   }
