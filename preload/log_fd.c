@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -32,6 +33,7 @@ static atomic_uint g_writers[2];
 static atomic_int g_reopening = 0; /* a thread is opening the log again */
 static dev_t g_dev;
 static ino_t g_ino;
+static rlim_t g_fsize = RLIM_INFINITY; /* RLIMIT_FSIZE when the log was opened */
 /* Set while this thread writes a record: it cannot wait for itself. */
 static __thread int t_writing __attribute__((tls_model("initial-exec")));
 
@@ -90,6 +92,10 @@ int log_fd_start(const char* path) {
       return mapped > 0 ? 0 : -1;
     }
   }
+  struct rlimit lim;
+  if (getrlimit(RLIMIT_FSIZE, &lim) == 0) {
+    g_fsize = lim.rlim_cur;
+  }
   fd = open_log();
   if (fd < 0 || fstat(fd, &st) != 0) {
     if (fd >= 0) {
@@ -111,12 +117,13 @@ int log_fd_is(const struct stat* st) { return g_path != NULL && st->st_dev == g_
  * btrfs, tmpfs) then gives the next write a new mtime of its own, an inode update in its journal at
  * every record (an fstat and a write took 2.7 us a record, a statx and a write 1.6 us, on ext4).
  * fstat where statx is refused (a kernel before 4.11, a seccomp filter that does not know it). */
-static int fd_is_log(int fd) {
+static int fd_is_log(int fd, uint64_t* size) {
   if (fd < 0) {
     return 0;
   }
   struct statx sx;
-  if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &sx) == 0) {
+  if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO | STATX_SIZE, &sx) == 0) {
+    *size = sx.stx_size;
     return g_path != NULL && makedev(sx.stx_dev_major, sx.stx_dev_minor) == g_dev && (sx.stx_mask & STATX_INO) != 0 &&
            sx.stx_ino == g_ino;
   }
@@ -124,8 +131,14 @@ static int fd_is_log(int fd) {
     return 0;
   }
   struct stat st;
-  return fstat(fd, &st) == 0 && log_fd_is(&st);
+  *size = 0;
+  return fstat(fd, &st) == 0 && (*size = (uint64_t)st.st_size, log_fd_is(&st));
 }
+
+/* Whether a record of len bytes fits under the file-size limit the process started with: a write
+ * past RLIMIT_FSIZE raises SIGXFSZ, which kills a program that does not ignore it (bash). Past it,
+ * records are dropped. */
+static int fits(uint64_t size, size_t len) { return g_fsize == RLIM_INFINITY || size + len <= (uint64_t)g_fsize; }
 
 void log_fd_forked(void) {
   atomic_store(&g_pid, getpid());
@@ -146,8 +159,9 @@ void log_fd_write(const char* buf, size_t len) {
     const unsigned slot = atomic_load(&g_gen) & 1u;
     atomic_fetch_add(&g_writers[slot], 1u);
     int fd = atomic_load(&g_fd);
-    const int ok = fd_is_log(fd);
-    if (ok) { /* the program cannot take this number until the write is done (yield below) */
+    uint64_t size = 0;
+    const int ok = fd_is_log(fd, &size);
+    if (ok && fits(size, len)) { /* the program cannot take this number until the write is done (yield below) */
       while (write(fd, buf, len) < 0 && errno == EINTR) {
       }
     }
@@ -160,9 +174,12 @@ void log_fd_write(const char* buf, size_t len) {
      * descriptors) writes through a descriptor of its own and closes it. */
     if (!log_fd_owner()) {
       int fresh = open_log();
-      if (fresh >= 0) {
+      uint64_t size = 0;
+      if (fresh >= 0 && fd_is_log(fresh, &size) && fits(size, len)) {
         while (write(fresh, buf, len) < 0 && errno == EINTR) {
         }
+      }
+      if (fresh >= 0) {
         close(fresh);
       }
       return;

@@ -172,6 +172,15 @@ check(b"\0" not in complete and complete.count(b"/limited/" + b"x" * 200) > 1000
       f"the records that fit are whole: {complete.count(b'/limited/')} of them")
 print(f"{lost} records lost past the limit of {size} bytes")
 PY
+# The same into an appended log (one that held a line): the records past the limit are dropped,
+# never written (the write would raise SIGXFSZ).
+seed appended.log
+out=$( (ulimit -f 4096 && LD_PRELOAD="$LIB" REPRUN_FILES_LOG="$T/limited/appended.log" bash -c \
+  'for ((i = 0; i < 30000; i++)); do : <"$1"; done; echo done' bash "$name") 2>&1) || fail "bash under ulimit -f, appended log: $out"
+[[ $out == done ]] || fail "bash under ulimit -f, appended log: $out"
+size=$(stat -c %s appended.log)
+(( size > 3 << 20 && size <= 4 << 20 )) || fail "the appended log under ulimit -f holds $size bytes"
+[[ $(tail -c 1 appended.log | od -An -c | tr -d ' ') == '\n' ]] || fail "the appended log's last record is cut"
 # A process maps the segments of the log it wrote into (a MiB each), never address space ahead of them.
 cat >many.py <<'PYSRC'
 import os
