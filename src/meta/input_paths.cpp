@@ -33,6 +33,22 @@ std::string source_of_pyc(const std::string& p) {
   if (!p.ends_with(".pyc")) {
     return "";
   }
+  if (p[0] == '/' && p.find("//") == std::string::npos) {
+    // An absolute path without repeated separators (the logs' own form): by its text, as
+    // std::filesystem does below (its parse of every path cost more than the rest of the lookup).
+    const std::string_view v(p);
+    const size_t slash = v.rfind('/');
+    std::string_view dir = v.substr(0, slash); // "" for "/x.pyc"
+    const std::string_view name = v.substr(slash + 1);
+    const std::string_view stem = name.substr(0, name.find('.'));
+    if (const size_t up = dir.rfind('/'); up != std::string_view::npos && dir.substr(up + 1) == "__pycache__") {
+      dir = dir.substr(0, up);
+    }
+    std::string out;
+    out.reserve(dir.size() + stem.size() + 4);
+    out.append(dir).append("/").append(stem).append(".py");
+    return out;
+  }
   const fs::path path(p);
   const fs::path dir = path.parent_path();
   std::string stem = path.filename().string();

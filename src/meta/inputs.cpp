@@ -573,14 +573,19 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   const std::string& cache_dir = opt.cache_dir;
   FolderCache folders(cache_dir);
   {
-    std::set<std::string> names;
+    std::set<std::string, std::less<>> names; // a string made per folder, not per file
+    auto add = [&](std::string_view dir) {
+      if (names.find(dir) == names.end()) {
+        names.emplace(dir);
+      }
+    };
     for (const Seen* s : to_hash) {
       if (!s->f->stat_only) {
-        names.emplace(parent_of(s->f->path));
+        add(parent_of(s->f->path));
       }
     }
     for (const auto& [s, st] : left_to_hash) {
-      names.emplace(parent_of(s->f->path));
+      add(parent_of(s->f->path));
     }
     folders.load(std::vector<std::string>(names.begin(), names.end()));
   }

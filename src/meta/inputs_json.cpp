@@ -17,6 +17,8 @@
 
 namespace reprun {
 
+using namespace std::literals; // "..."sv: appended with their length known, no strlen
+
 using ojson = nlohmann::ordered_json;
 
 namespace {
@@ -74,13 +76,13 @@ void append_json_string(std::string& out, std::string_view v) {
   for (const char ch : v) {
     const auto c = static_cast<unsigned char>(ch);
     switch (c) {
-    case '"': out += "\\\""; break;
-    case '\\': out += "\\\\"; break;
-    case '\b': out += "\\b"; break;
-    case '\f': out += "\\f"; break;
-    case '\n': out += "\\n"; break;
-    case '\r': out += "\\r"; break;
-    case '\t': out += "\\t"; break;
+    case '"': out += "\\\""sv; break;
+    case '\\': out += "\\\\"sv; break;
+    case '\b': out += "\\b"sv; break;
+    case '\f': out += "\\f"sv; break;
+    case '\n': out += "\\n"sv; break;
+    case '\r': out += "\\r"sv; break;
+    case '\t': out += "\\t"sv; break;
     default:
       if (c < 0x20) {
         fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
@@ -127,20 +129,20 @@ template <class Put> void append_array(std::string& out, const std::vector<std::
 // content_json's object, written straight: inputs.jsonl holds one per file read (10,000 and more).
 void append_content(std::string& out, const ContentSummary& c) {
   auto it = std::back_inserter(out);
-  out += "{\"size\":";
+  out += "{\"size\":"sv;
   append_number(out, c.size);
-  out += ",\"sha256\":";
+  out += ",\"sha256\":"sv;
   append_json_string(out, c.sha256);
   if (c.text) {
-    out += ",\"lines\":";
+    out += ",\"lines\":"sv;
     append_number(out, c.lines);
-    out += ",\"block_lines\":";
+    out += ",\"block_lines\":"sv;
     append_number(out, c.block_lines);
   } else {
-    out += ",\"block_bytes\":";
+    out += ",\"block_bytes\":"sv;
     append_number(out, c.block_bytes);
   }
-  out += ",\"blocks\":";
+  out += ",\"blocks\":"sv;
   append_array(out, c.blocks, append_json_string);
   if (c.text) {
     fmt::format_to(it, ",\"tail_from\":{},\"tail\":\"", c.tail_from);
@@ -180,68 +182,68 @@ ContentSummary content_from_json(const ojson& c) {
 }
 
 void append_input_line(std::string& out, const InputFile& f) {
-  out += "{\"path\":";
+  out += "{\"path\":"sv;
   append_json_name(out, f.path);
-  out += ",\"class\":";
+  out += ",\"class\":"sv;
   append_json_string(out, f.cls);
   if (f.folder) {
-    out += ",\"folder\":true";
+    out += ",\"folder\":true"sv;
   }
-  out += ",\"read\":";
+  out += ",\"read\":"sv;
   append_bool(out, f.read);
-  out += ",\"written\":";
+  out += ",\"written\":"sv;
   append_bool(out, f.written);
-  out += ",\"existed\":";
+  out += ",\"existed\":"sv;
   append_bool(out, f.existed);
-  out += ",\"opened_by\":";
+  out += ",\"opened_by\":"sv;
   append_json_name(out, f.opened_by);
-  out += ",\"size\":";
+  out += ",\"size\":"sv;
   append_number(out, f.size);
-  out += ",\"mtime_ns\":";
+  out += ",\"mtime_ns\":"sv;
   append_number(out, f.mtime_ns);
   if (f.first_open >= 0) {
-    out += ",\"first_open\":";
+    out += ",\"first_open\":"sv;
     append_number(out, f.first_open);
   }
   if (f.changed_while_running) {
-    out += ",\"changed_while_running\":true";
+    out += ",\"changed_while_running\":true"sv;
   }
   if (f.made_during_run) {
-    out += ",\"made_during_run\":true";
+    out += ",\"made_during_run\":true"sv;
   }
   if (f.stat_only) {
-    out += ",\"stat_only\":true";
+    out += ",\"stat_only\":true"sv;
   }
   if (f.hashed) {
-    out += ",\"content\":";
+    out += ",\"content\":"sv;
     append_content(out, f.content);
   }
   if (f.folder && !f.listing_sha256.empty()) {
-    out += ",\"listing_sha256\":";
+    out += ",\"listing_sha256\":"sv;
     append_json_string(out, f.listing_sha256);
-    out += ",\"names\":";
+    out += ",\"names\":"sv;
     append_array(out, f.names, append_json_name);
   }
   if (f.left) {
-    out += ",\"left\":{\"size\":";
+    out += ",\"left\":{\"size\":"sv;
     append_number(out, f.left->size);
-    out += ",\"mtime_ns\":";
+    out += ",\"mtime_ns\":"sv;
     append_number(out, f.left->mtime_ns);
     if (f.left->hashed) {
-      out += ",\"content\":";
+      out += ",\"content\":"sv;
       append_content(out, f.left->content);
     }
     out += '}';
   }
   if (f.code_copy >= 0) {
-    out += ",\"code_copy\":";
+    out += ",\"code_copy\":"sv;
     append_number(out, f.code_copy);
   }
   if (!f.note.empty()) {
-    out += ",\"note\":";
+    out += ",\"note\":"sv;
     append_json_name(out, f.note);
   }
-  out += "}\n";
+  out += "}\n"sv;
 }
 
 std::string input_line(const InputFile& f) {

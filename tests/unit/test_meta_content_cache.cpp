@@ -157,7 +157,7 @@ TEST_CASE("Folder cache: a file changed in the last seconds is not kept, and a c
   ContentSummary got;
   for (const std::string& damaged : {whole.substr(0, whole.size() - 20), std::string("reprun.inputs-folder/1 /elsewhere\n") +
                                                                              whole.substr(whole.find('\n') + 1),
-                                     std::string("garbage\n")}) {
+                                     std::string("garbage\n"), std::string()}) { // an empty file maps nothing
     testing::write(entry, damaged);
     FolderCache c(cache);
     c.load({folder});

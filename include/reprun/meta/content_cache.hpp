@@ -83,8 +83,18 @@ private:
     std::string_view line;             // the summary, in Folder::text
     std::atomic<bool> hit{false};      // found by this run
   };
+  // The folder's file mapped read-only (no copy of a MB of entries, nor its pages cleared): a
+  // cache file is replaced by a rename, never written in place.
+  struct Mapped {
+    Mapped() = default;
+    Mapped(const Mapped&) = delete;
+    Mapped& operator=(const Mapped&) = delete;
+    ~Mapped();
+    const char* data = nullptr;
+    size_t size = 0;
+  };
   struct Folder {
-    std::string text;                                          // the file as read
+    Mapped text;                                               // the file as read
     std::unordered_map<std::string_view, Entry> entries;       // "DEV INO SIZE MTIME CTIME" -> summary
     std::vector<std::pair<std::string, std::string>> added;    // key, summary
   };
