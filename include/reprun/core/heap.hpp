@@ -7,12 +7,13 @@
 
 namespace reprun {
 
-// From now on large blocks come from the heap and freed memory stays in it (no mmap and munmap of
-// each grown vector, no page given back to be faulted in again), and the next `bytes` of the heap
-// are advised for transparent huge pages (madvise; where the system leaves them to madvise, one
-// fault and one clear of 2 MiB instead of 512 faults of 4 KiB, each a trip through the kernel and,
-// in a virtual machine, through the host). Nothing is touched: memory not used costs nothing. A
-// hint only: where an advice is refused, or under a sanitizer's allocator, nothing changes.
+// From now on large blocks come from the heap and freed memory stays in it: no mmap and munmap of
+// each grown vector, no page given back to be faulted in again. `bytes` (0: no burst, nothing
+// changes) is what the burst will take. No huge-page advice: it made exec's record of the bench's
+// DataLoader run slower, 58-62 -> 40 ms of reprun's CPU (median of 14 and 16 interleaved runs, a
+// virtual machine): just after the program's exit, freed 4 KiB pages are at hand and already backed
+// by the host, while a 2 MiB page comes from memory long unused, which the host backs again as it
+// is cleared. A hint only: under a sanitizer's allocator nothing changes.
 void ready_heap(size_t bytes);
 
 } // namespace reprun
