@@ -9,8 +9,10 @@ writes its own lines beside its parent's:
 EVENT is open (MODE as open() got it, WHERE the program's file:line), listdir (os.listdir,
 os.scandir), prefix (a folder of the interpreter's own: its standard library and site-packages,
 written at start), start (a process forked from one armed: its opens are recorded too) or module
-(at start, the script Python runs; at exit, the source file of each module the process imported;
-a shared library loaded by its path through ctypes, as it loads it).
+(at start, the script Python runs; at exit, the file of each module the process imported whose
+read no open recorded: those imported before this hook, extension modules, other loaders' than the
+import system's own source and bytecode loaders; a shared library loaded by its path through
+ctypes, as it loads it).
 The preload library records every
 process's opens, Python's or not; this adds the program's line. Where the preload library is loaded
 it also hands the line of each open to its own record of it, with an audit hook in C
@@ -31,7 +33,11 @@ _events = _EVENTS
 # for relative paths, None once the program changes it (the event comes before the change: it is read
 # again at the next open); cwd: the directory at start with a separator, cut from the program's file
 # names.
-_state = {"fd": None, "head": "", "skip": (), "stdlib": (), "cwd": "", "dir": None, "busy": False}
+_state = {"fd": None, "head": "", "skip": (), "stdlib": (), "cwd": "", "dir": None, "busy": False,
+          "before": frozenset()}
+# The loaders whose reads of a module's file the import system makes itself, in its own frames:
+# recorded as they happen once arm() has run (set there).
+_SOURCE_LOADERS = ()
 
 
 def _escape(path):
@@ -150,10 +156,22 @@ def _at_exit():
         if fd is None:
             return
         lines = []
-        for module in list(sys.modules.values()):
+        before = _state["before"]
+        recorded = _SOURCE_LOADERS
+        for name, module in list(sys.modules.items()):
             path = getattr(module, "__file__", None)
+            if not isinstance(path, str):
+                continue
+            # A module the import system read from its source or .pyc after arm(): that open is
+            # recorded already, as the import system's (the preload library's "import" line, or a
+            # module line of _hook's). Listed here: the modules imported before, extension modules
+            # (dlopen, which no hook sees) and those of other loaders (zipimport, pytest's rewriter).
+            if name not in before:
+                spec = getattr(module, "__spec__", None)
+                if type(getattr(spec, "loader", None)) in recorded:
+                    continue
             # Some objects in sys.modules carry a __file__ that is no file (torch._classes: "_classes.py").
-            if isinstance(path, str) and os.path.isfile(path):
+            if os.path.isfile(path):
                 lines.append("%smodule\t-\t-\t%s\n" % (_state["head"], _escape(os.path.abspath(path))))
         data = "".join(lines).encode("utf-8", "surrogateescape")
         while data:  # one write (O_APPEND: whole beside other processes' lines), unless the disk is full
@@ -223,5 +241,11 @@ def arm(log_path):
         _events = _NATIVE_EVENTS
     os.register_at_fork(after_in_child=_forked)
     atexit.register(_at_exit)
+    global _SOURCE_LOADERS
+    import importlib.machinery
+
+    _SOURCE_LOADERS = (importlib.machinery.SourceFileLoader, importlib.machinery.SourcelessFileLoader)
     if not _state.get("native"):
         sys.addaudithook(_hook)
+    # The modules imported so far, whose files no hook saw: listed at exit whatever their loader.
+    _state["before"] = frozenset(sys.modules)

@@ -177,7 +177,19 @@ for i in range(4):
     two(i)
     pathlib.Path("c.txt").read_text()
     open("c.txt").read()
+import ctypes, importlib.abc, importlib.util, sys
+class Plain(importlib.abc.Loader):  # a loader of the program's own, which reads the module by open()
+    def create_module(self, spec):
+        return None
+    def exec_module(self, module):
+        with open(module.__file__) as f:
+            exec(f.read(), module.__dict__)
+spec = importlib.util.spec_from_file_location("own", "own.py", loader=Plain())
+own = importlib.util.module_from_spec(spec)
+sys.modules["own"] = own
+spec.loader.exec_module(own)
 PY
+echo "VALUE = 4" >own.py
 export T
 PYDIR="$(cd "$(dirname "$REPRUN")" && pwd -P)/python"
 [[ -f $PYDIR/sitecustomize.py ]] || fail "no sitecustomize.py in $PYDIR"
@@ -207,6 +219,19 @@ py_log = open(os.environ["T"] + "/pylines.py.log").read().splitlines()
 check(not [l for l in py_log if l.split("\t")[1] == "open"], "the audit hook left the opens to the library: " + repr(py_log[:5]))
 check([l for l in py_log if l.split("\t")[1] == "listdir" and l.endswith("/sub")], "the listing is the audit hook's: " + repr(py_log))
 check([l for l in py_log if l.split("\t")[1] == "start"], "the forked child said it started: " + repr(py_log))
+# The modules listed at exit: those whose read no open recorded as the import system's. Not pkg/mod.py
+# (its "import" O record above); the script (at start); os.py, imported before the hook; ctypes'
+# extension module (dlopen: no open); own.py, read by the program's own loader (its open has the
+# program's line, and it is a module all the same).
+modules = [l.split("\t")[4] for l in py_log if l.split("\t")[1] == "module"]
+check(not [m for m in modules if m.endswith("/pkg/mod.py")], "pkg/mod.py: not listed again at exit: " + repr(modules))
+check([m for m in modules if m.endswith("/lines.py")], "the script: " + repr(modules))
+check([m for m in modules if m.endswith("/os.py")], "os, imported before the hook: " + repr(modules))
+check([m for m in modules if m.endswith("/own.py")], "a module of the program's own loader: " + repr(modules))
+check(lines_of(b"own.py") == [b"lines.py:29"], "own.py's open: the loader's line", R)
+import _ctypes
+ext = getattr(_ctypes, "__file__", None)  # built into some interpreters
+check(ext is None or [m for m in modules if m == os.path.abspath(ext)], "ctypes' extension module: " + repr(modules))
 PY
 
 # A Python process with three threads opening files forks 20 times; each child opens a file and
