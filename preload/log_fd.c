@@ -149,6 +149,8 @@ void log_fd_forked(void) {
 
 int log_fd_owner(void) { return getpid() == atomic_load(&g_pid); }
 
+int64_t log_fd_pid(void) { return atomic_load_explicit(&g_pid, memory_order_relaxed); }
+
 void log_fd_write(const char* buf, size_t len) {
   if (log_map_active()) {
     log_map_write(buf, len);

@@ -64,9 +64,15 @@
  *   Escaped so that a record stays one line: '\' -> "\\", TAB -> "\t", LF -> "\n", other bytes
  *   below 0x20 and 0x7f -> "\xHH" (lower-case hex); bytes from 0x80 as they are (maybe not UTF-8).
  *   A path that does not fit in a record (k_line_max bytes, line.h) is cut and ends with "\c".
+ * - pid: S, X and A records: getpid(); O, D and L records: the pid the process had at its start or
+ *   at its last fork() (the library's, kept: no system call at each open). A child of vfork() or
+ *   clone() (Python's subprocess uses vfork), which runs its parent's program in its parent's
+ *   memory until it execs, writes its O, D and L records under its parent's pid (the same program,
+ *   whose name they are read by), as does a child of a raw clone() or _Fork(), which runs no fork
+ *   handler, until it execs; its X records under its own.
  * - Order: each process's records are in the order of its calls. A child of vfork() or clone()
- *   (Python's subprocess uses vfork) writes its X records under its own pid before that pid's S,
- *   which is the new program's; after an exec the same pid writes a new S.
+ *   writes its X records under its own pid before that pid's S, which is the new program's; after an
+ *   exec the same pid writes a new S.
  * - Never recorded: the library's own reads (the log, /proc/self, the programs it checks), any open
  *   of the log itself, and a call a hooked function makes into another hook.
  * Why this shape: hooks run anywhere (a DataLoader worker forked from a threaded process, a vfork
@@ -267,7 +273,7 @@ static void record_open(char event, int dirfd, const char* path, int64_t a, int6
   size_t where_len = event == 'O' ? py_audit_take(path, where, sizeof where) : 0;
   Line l;
   line_init(&l);
-  put_head(&l, getpid(), event, NULL, a, result < 0 ? -(int64_t)error : result, have ? &st : NULL,
+  put_head(&l, log_fd_pid(), event, NULL, a, result < 0 ? -(int64_t)error : result, have ? &st : NULL,
            where, where_len);
   put_path(&l, dirfd, path);
   emit(&l);
@@ -685,7 +691,7 @@ static void record_link(int dirfd, const char* path, const char* target, ssize_t
   }
   Line l;
   line_init(&l);
-  put_head(&l, getpid(), 'L', NULL, 0, 0, NULL, target, (size_t)n);
+  put_head(&l, log_fd_pid(), 'L', NULL, 0, 0, NULL, target, (size_t)n);
   put_path(&l, dirfd, path);
   emit(&l);
 }

@@ -359,7 +359,7 @@ fi
 # creat, fopen, freopen, openat and, fortified with flags not known at compile time, __open_2 and
 # __openat_2) and with _FILE_OFFSET_BITS=64 (their 64 variants); fdopendir, and each exec variant
 # in a forked child: execl, execlp, execle (an environment without the library: cleared), execv,
-# execvpe, execvp of a program not in PATH.
+# execvpe, execvp of a program not in PATH; then an open in a vfork child.
 cat >calls.c <<'C'
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -400,6 +400,13 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 6; ++i) {
     exec_child(i);
   }
+  pid_t v = vfork(); /* a child in the parent's memory that opens a file and exits without an exec */
+  if (v == 0) {
+    _exit(open("sub/rel.txt", O_RDONLY) >= 0 ? 0 : 1);
+  }
+  int vstatus;
+  waitpid(v, &vstatus, 0);
+  printf("vfork: %d\n", WEXITSTATUS(vstatus));
   printf("%s done\n", argv[0]);
   return 0;
 }
@@ -449,6 +456,9 @@ forks = [r for r in R if r.ev == "S" and r.a == main.pid and r.path == main.path
 check(len(forks) == 6 and [x.pid for x in xs] == [f.pid for f in forks], "each forked child's S, then its X", R)
 trues = [r for r in R if r.ev == "S" and r.path.endswith(b"/true")]
 check(sorted(r.pid for r in trues) == sorted(xs[i].pid for i in (0, 1, 3, 4)), "true recorded but where cleared", R)
+# The vfork child's open: recorded, under its parent's pid (no fork handler runs in it: the pid the
+# library keeps is its parent's, whose program it runs).
+check(opened(b"/sub/rel.txt") == [("O", 0, True)], "the vfork child's open, under the parent's pid", R)
 PY
   done
 else
