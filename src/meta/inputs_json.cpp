@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <fmt/format.h>
 #include <iterator>
 #include <memory>
@@ -65,93 +66,160 @@ bool any_special(std::string_view v, bool ascii) {
   return bad != 0;
 }
 
-// `v` as a JSON string, as nlohmann's dump() writes it (valid UTF-8 in: json_name's output).
-void append_json_string(std::string& out, std::string_view v) {
-  out += '"';
-  if (!any_special(v, false)) {
-    out.append(v); // nothing to escape
-    out += '"';
-    return;
+// inputs.jsonl's line written through a cursor into a buffer with room for all of it (an upper
+// bound, kept from line to line: never cleared again), then appended to the output in one piece:
+// its 30 pieces copied with no check of a string's capacity each (10,000 lines and more).
+class LineOut {
+public:
+  LineOut(std::string& out, size_t room) : m_out(out) {
+    thread_local std::string t_room;
+    if (t_room.size() < room) {
+      t_room.resize(room);
+    }
+    m_buf = &t_room;
+    m_p = t_room.data();
   }
-  for (const char ch : v) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-    case '"': out += "\\\""sv; break;
-    case '\\': out += "\\\\"sv; break;
-    case '\b': out += "\\b"sv; break;
-    case '\f': out += "\\f"sv; break;
-    case '\n': out += "\\n"sv; break;
-    case '\r': out += "\\r"sv; break;
-    case '\t': out += "\\t"sv; break;
-    default:
-      if (c < 0x20) {
-        fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
-      } else {
-        out += ch;
+  LineOut(const LineOut&) = delete;
+  LineOut& operator=(const LineOut&) = delete;
+  ~LineOut() {
+    m_out.append(m_buf->data(), static_cast<size_t>(m_p - m_buf->data()));
+    if (m_buf->size() > k_kept_room) {
+      std::string().swap(*m_buf); // a folder's names: not kept for the next lines
+    }
+  }
+
+  void put(std::string_view s) {
+    std::memcpy(m_p, s.data(), s.size());
+    m_p += s.size();
+  }
+  void put(char c) { *m_p++ = c; }
+  template <class T> void number(T v) { m_p = std::to_chars(m_p, m_p + 24, v).ptr; }
+  void boolean(bool v) { put(v ? "true"sv : "false"sv); }
+
+  // `v` as a JSON string, as nlohmann's dump() writes it (valid UTF-8 in: json_name's output).
+  void string(std::string_view v) {
+    put('"');
+    if (!any_special(v, false)) {
+      put(v); // nothing to escape
+      put('"');
+      return;
+    }
+    static constexpr char k_hex[] = "0123456789abcdef";
+    for (const char ch : v) {
+      const auto c = static_cast<unsigned char>(ch);
+      switch (c) {
+      case '"': put("\\\""sv); break;
+      case '\\': put("\\\\"sv); break;
+      case '\b': put("\\b"sv); break;
+      case '\f': put("\\f"sv); break;
+      case '\n': put("\\n"sv); break;
+      case '\r': put("\\r"sv); break;
+      case '\t': put("\\t"sv); break;
+      default:
+        if (c < 0x20) {
+          put("\\u00"sv);
+          put(k_hex[c >> 4]);
+          put(k_hex[c & 15]);
+        } else {
+          put(ch);
+        }
       }
     }
+    put('"');
   }
-  out += '"';
-}
 
-template <class T> void append_number(std::string& out, T v) {
-  char buf[24];
-  out.append(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf));
-}
-
-void append_bool(std::string& out, bool v) { out += v ? "true" : "false"; }
-
-// A file name as json_name writes it, as a JSON string.
-void append_json_name(std::string& out, const std::string& s) {
-  if (!any_special(s, true)) {
-    out += '"'; // ASCII with nothing to escape (the usual name): as it is
-    out.append(s);
-    out += '"';
-  } else if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
-    append_json_string(out, s); // ASCII: no copy
-  } else {
-    append_json_string(out, json_name(s));
-  }
-}
-
-// `items` as a JSON array, each written by `put`.
-template <class Put> void append_array(std::string& out, const std::vector<std::string>& items, Put put) {
-  out += '[';
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) {
-      out += ',';
+  // A file name as json_name writes it, as a JSON string.
+  void name(const std::string& s) {
+    if (!any_special(s, true)) {
+      put('"'); // ASCII with nothing to escape (the usual name): as it is
+      put(s);
+      put('"');
+    } else if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+      string(s); // ASCII: no copy
+    } else {
+      string(json_name(s));
     }
-    put(out, items[i]);
   }
-  out += ']';
+
+  // `items` as a JSON array of strings (`names`: of file names).
+  void array(const std::vector<std::string>& items, bool names) {
+    put('[');
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) {
+        put(',');
+      }
+      if (names) {
+        name(items[i]);
+      } else {
+        string(items[i]);
+      }
+    }
+    put(']');
+  }
+
+  // content_json's object.
+  void content(const ContentSummary& c) {
+    put("{\"size\":"sv);
+    number(c.size);
+    put(",\"sha256\":"sv);
+    string(c.sha256);
+    if (c.text) {
+      put(",\"lines\":"sv);
+      number(c.lines);
+      put(",\"block_lines\":"sv);
+      number(c.block_lines);
+    } else {
+      put(",\"block_bytes\":"sv);
+      number(c.block_bytes);
+    }
+    put(",\"blocks\":"sv);
+    array(c.blocks, false);
+    if (c.text) {
+      put(",\"tail_from\":"sv);
+      number(c.tail_from);
+      put(",\"tail\":\""sv);
+      static constexpr char k_hex[] = "0123456789abcdef";
+      for (const uint32_t v : c.tail) {
+        for (int shift = 28; shift >= 0; shift -= 4) {
+          put(k_hex[(v >> shift) & 15]);
+        }
+      }
+      put('"');
+    }
+    put('}');
+  }
+
+private:
+  static constexpr size_t k_kept_room = 1 << 20;
+  std::string& m_out;
+  std::string* m_buf = nullptr;
+  char* m_p = nullptr;
+};
+
+// Upper bounds of what LineOut writes: a string or name of n bytes takes at most 6 a byte (a control
+// byte's \u00XX; json_name's \xHH of a byte that is not UTF-8, its backslash escaped: 5) and its
+// quotes; a number at most 24. The keys, punctuation and numbers of a line (append_input_line) take
+// under 440 bytes, those of a content object under 180.
+constexpr size_t k_line_room = 512;
+constexpr size_t k_content_room = 256;
+
+size_t text_room(std::string_view s) { return 6 * s.size() + 3; }
+
+size_t strings_room(const std::vector<std::string>& items) {
+  size_t n = 2;
+  for (const auto& s : items) {
+    n += text_room(s);
+  }
+  return n;
 }
 
-// content_json's object, written straight: inputs.jsonl holds one per file read (10,000 and more).
+size_t content_room(const ContentSummary& c) {
+  return k_content_room + text_room(c.sha256) + strings_room(c.blocks) + 8 * c.tail.size();
+}
+
 void append_content(std::string& out, const ContentSummary& c) {
-  auto it = std::back_inserter(out);
-  out += "{\"size\":"sv;
-  append_number(out, c.size);
-  out += ",\"sha256\":"sv;
-  append_json_string(out, c.sha256);
-  if (c.text) {
-    out += ",\"lines\":"sv;
-    append_number(out, c.lines);
-    out += ",\"block_lines\":"sv;
-    append_number(out, c.block_lines);
-  } else {
-    out += ",\"block_bytes\":"sv;
-    append_number(out, c.block_bytes);
-  }
-  out += ",\"blocks\":"sv;
-  append_array(out, c.blocks, append_json_string);
-  if (c.text) {
-    fmt::format_to(it, ",\"tail_from\":{},\"tail\":\"", c.tail_from);
-    for (uint32_t v : c.tail) {
-      fmt::format_to(it, "{:08x}", v);
-    }
-    out += '"';
-  }
-  out += '}';
+  LineOut o(out, content_room(c));
+  o.content(c);
 }
 
 } // namespace
@@ -182,68 +250,77 @@ ContentSummary content_from_json(const ojson& c) {
 }
 
 void append_input_line(std::string& out, const InputFile& f) {
-  out += "{\"path\":"sv;
-  append_json_name(out, f.path);
-  out += ",\"class\":"sv;
-  append_json_string(out, f.cls);
-  if (f.folder) {
-    out += ",\"folder\":true"sv;
-  }
-  out += ",\"read\":"sv;
-  append_bool(out, f.read);
-  out += ",\"written\":"sv;
-  append_bool(out, f.written);
-  out += ",\"existed\":"sv;
-  append_bool(out, f.existed);
-  out += ",\"opened_by\":"sv;
-  append_json_name(out, f.opened_by);
-  out += ",\"size\":"sv;
-  append_number(out, f.size);
-  out += ",\"mtime_ns\":"sv;
-  append_number(out, f.mtime_ns);
-  if (f.first_open >= 0) {
-    out += ",\"first_open\":"sv;
-    append_number(out, f.first_open);
-  }
-  if (f.changed_while_running) {
-    out += ",\"changed_while_running\":true"sv;
-  }
-  if (f.made_during_run) {
-    out += ",\"made_during_run\":true"sv;
-  }
-  if (f.stat_only) {
-    out += ",\"stat_only\":true"sv;
-  }
+  size_t room = k_line_room + text_room(f.path) + text_room(f.cls) + text_room(f.opened_by) + text_room(f.note) +
+                text_room(f.listing_sha256) + strings_room(f.names);
   if (f.hashed) {
-    out += ",\"content\":"sv;
-    append_content(out, f.content);
-  }
-  if (f.folder && !f.listing_sha256.empty()) {
-    out += ",\"listing_sha256\":"sv;
-    append_json_string(out, f.listing_sha256);
-    out += ",\"names\":"sv;
-    append_array(out, f.names, append_json_name);
+    room += content_room(f.content);
   }
   if (f.left) {
-    out += ",\"left\":{\"size\":"sv;
-    append_number(out, f.left->size);
-    out += ",\"mtime_ns\":"sv;
-    append_number(out, f.left->mtime_ns);
+    room += content_room(f.left->content);
+  }
+  LineOut o(out, room);
+  o.put("{\"path\":"sv);
+  o.name(f.path);
+  o.put(",\"class\":"sv);
+  o.string(f.cls);
+  if (f.folder) {
+    o.put(",\"folder\":true"sv);
+  }
+  o.put(",\"read\":"sv);
+  o.boolean(f.read);
+  o.put(",\"written\":"sv);
+  o.boolean(f.written);
+  o.put(",\"existed\":"sv);
+  o.boolean(f.existed);
+  o.put(",\"opened_by\":"sv);
+  o.name(f.opened_by);
+  o.put(",\"size\":"sv);
+  o.number(f.size);
+  o.put(",\"mtime_ns\":"sv);
+  o.number(f.mtime_ns);
+  if (f.first_open >= 0) {
+    o.put(",\"first_open\":"sv);
+    o.number(f.first_open);
+  }
+  if (f.changed_while_running) {
+    o.put(",\"changed_while_running\":true"sv);
+  }
+  if (f.made_during_run) {
+    o.put(",\"made_during_run\":true"sv);
+  }
+  if (f.stat_only) {
+    o.put(",\"stat_only\":true"sv);
+  }
+  if (f.hashed) {
+    o.put(",\"content\":"sv);
+    o.content(f.content);
+  }
+  if (f.folder && !f.listing_sha256.empty()) {
+    o.put(",\"listing_sha256\":"sv);
+    o.string(f.listing_sha256);
+    o.put(",\"names\":"sv);
+    o.array(f.names, true);
+  }
+  if (f.left) {
+    o.put(",\"left\":{\"size\":"sv);
+    o.number(f.left->size);
+    o.put(",\"mtime_ns\":"sv);
+    o.number(f.left->mtime_ns);
     if (f.left->hashed) {
-      out += ",\"content\":"sv;
-      append_content(out, f.left->content);
+      o.put(",\"content\":"sv);
+      o.content(f.left->content);
     }
-    out += '}';
+    o.put('}');
   }
   if (f.code_copy >= 0) {
-    out += ",\"code_copy\":"sv;
-    append_number(out, f.code_copy);
+    o.put(",\"code_copy\":"sv);
+    o.number(f.code_copy);
   }
   if (!f.note.empty()) {
-    out += ",\"note\":"sv;
-    append_json_name(out, f.note);
+    o.put(",\"note\":"sv);
+    o.name(f.note);
   }
-  out += "}\n"sv;
+  o.put("}\n"sv);
 }
 
 std::string input_line(const InputFile& f) {
