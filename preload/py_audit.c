@@ -62,6 +62,7 @@ static PyObject* g_forward;
 typedef struct Pending {
   uint64_t digest; /* of the path's bytes */
   size_t len;      /* of the path; 0: nothing announced */
+  int file_object; /* announced with a mode: a Python file object's open (py_audit.h) */
   size_t where_len;
   char where[k_where_max];
 } Pending;
@@ -306,6 +307,13 @@ static void announce_open(PyObject* args) {
   if (p->where_len > 0) {
     p->digest = digest(s, (size_t)n);
     p->len = (size_t)n;
+    /* ("Osi": path, mode, flags) from a file object; os.open's mode is None, which has no UTF-8. */
+    PyObject* mode = py.tuple_size(args) >= 2 ? py.tuple_get_item(args, 1) : NULL;
+    Py_ssize_t mode_len = 0;
+    p->file_object = mode != NULL && py.unicode_as_utf8_and_size(mode, &mode_len) != NULL;
+    if (!p->file_object) {
+      py.err_clear();
+    }
   }
   if (bytes != NULL) {
     py.dec_ref(bytes);
@@ -328,8 +336,9 @@ static int hook(const char* event, PyObject* args, void* data) {
   return 0;
 }
 
-size_t py_audit_take(const char* path, char* out, size_t cap) {
+size_t py_audit_take(const char* path, char* out, size_t cap, int* file_object) {
   Pending* p = &t_pending;
+  *file_object = 0;
   if (p->len == 0) {
     return 0;
   }
@@ -340,6 +349,7 @@ size_t py_audit_take(const char* path, char* out, size_t cap) {
     return 0;
   }
   memcpy(out, p->where, p->where_len);
+  *file_object = p->file_object;
   return p->where_len;
 }
 

@@ -12,7 +12,11 @@
  * not under a prefix, not "<...>"), or the import system's (a module's source or .pyc), and leaves
  * it in a thread-local slot with a digest of the path's bytes; the open that follows in the same
  * thread (Python opens with libc's open right after the event) takes it into its O record when its
- * path's bytes match. No I/O here: the record is the preload library's one write. */
+ * path's bytes match. No I/O here: the record is the preload library's one write.
+ *
+ * An open announced with a mode (a str: a Python file object's, builtins.open, io.open_code; not
+ * os.open's None) is a FileIO's, which fstat()s its new descriptor right after it opens it, before
+ * anything reads it: the library can write that open's record at that fstat, with its result. */
 #pragma once
 
 #include <stddef.h>
@@ -23,6 +27,7 @@ void py_audit_install(void);
 
 /* For an open of `path` (as libc got it): the program's line that Python announced for it ("file:
  * line", or "import" for the import system's), copied into out (at most cap bytes, not terminated),
- * and its length; 0 when this thread announced no open of these bytes. The slot is emptied either
- * way. Thread-local only: safe in any hook. */
-size_t py_audit_take(const char* path, char* out, size_t cap);
+ * and its length; 0 when this thread announced no open of these bytes. *file_object: 1 when the
+ * announced open is a Python file object's (above), else 0. The slot is emptied either way.
+ * Thread-local only: safe in any hook. */
+size_t py_audit_take(const char* path, char* out, size_t cap, int* file_object);

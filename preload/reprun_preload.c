@@ -70,6 +70,10 @@
  *   memory until it execs, writes its O, D and L records under its parent's pid (the same program,
  *   whose name they are read by), as does a child of a raw clone() or _Fork(), which runs no fork
  *   handler, until it execs; its X records under its own.
+ * - A Python file object's open (py_audit.h) is written at the fstat the file object makes of it next
+ *   (fstat, fstat64: hooked for this, and passed on), with that fstat's result; a waiting record is
+ *   written at the thread's next hooked call or at _exit, with an fstat of the library's. Only once
+ *   the process's file objects were seen to fstat through the hook (Deferred, below).
  * - Order: each process's records are in the order of its calls. A child of vfork() or clone()
  *   writes its X records under its own pid before that pid's S, which is the new program's; after an
  *   exec the same pid writes a new S.
@@ -79,7 +83,8 @@
  * child sharing its parent's memory), so a record is built on the stack and copied into a place of
  * the mapped log one atomic add reserves (or written by one O_APPEND write()): no allocation, no
  * lock, no buffer shared by threads; lines never interleave; a process killed by SIGKILL leaves
- * every record up to its last call, whole. Text, for people (`tail -c +4097` of the mapped form). */
+ * every record up to its last call, whole (but a file object's open it had not yet fstat'ed, whose
+ * file it had not read). Text, for people (`tail -c +4097` of the mapped form). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -97,6 +102,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -140,12 +146,14 @@ static __thread int t_in_hook __attribute__((tls_model("initial-exec")));
 enum Real {
   r_open, r_open64, r_openat, r_openat64, r_open_2, r_open64_2, r_openat_2, r_openat64_2,
   r_creat, r_creat64, r_fopen, r_fopen64, r_freopen, r_freopen64, r_opendir, r_fdopendir,
-  r_execve, r_execv, r_execvp, r_execvpe, r_posix_spawn, r_posix_spawnp, r_readlink, r_readlinkat, r_count
+  r_execve, r_execv, r_execvp, r_execvpe, r_posix_spawn, r_posix_spawnp, r_readlink, r_readlinkat,
+  r_fstat, r_fstat64, r__exit, r_count
 };
 static const char* const k_real_names[r_count] = {
   "open", "open64", "openat", "openat64", "__open_2", "__open64_2", "__openat_2", "__openat64_2",
   "creat", "creat64", "fopen", "fopen64", "freopen", "freopen64", "opendir", "fdopendir",
-  "execve", "execv", "execvp", "execvpe", "posix_spawn", "posix_spawnp", "readlink", "readlinkat"};
+  "execve", "execv", "execvp", "execvpe", "posix_spawn", "posix_spawnp", "readlink", "readlinkat",
+  "fstat", "fstat64", "_exit"};
 static void* _Atomic g_real[r_count];
 
 /* The constructor resolves them all; a hook called before it (by another library's constructor)
@@ -172,6 +180,8 @@ typedef int (*ExecveFn)(const char*, char* const[], char* const[]);
 typedef int (*ExecvFn)(const char*, char* const[]);
 typedef int (*SpawnFn)(pid_t*, const char*, const posix_spawn_file_actions_t*,
                        const posix_spawnattr_t*, char* const[], char* const[]);
+typedef int (*FstatFn)(int, struct stat*);
+typedef void (*ExitFn)(int);
 typedef ssize_t (*ReadlinkFn)(const char*, char*, size_t);
 typedef ssize_t (*ReadlinkatFn)(int, const char*, char*, size_t);
 
@@ -184,6 +194,16 @@ static ssize_t own_readlink(const char* path, char* buf, size_t size) {
   }
   return fn(path, buf, size);
 }
+
+/* The real fstat or fstat64 (a glibc before 2.33 exports neither: the system call, whose struct
+ * stat is glibc's on x86-64 and arm64). */
+static int real_fstat(enum Real which, int fd, struct stat* st) {
+  FstatFn fn = (FstatFn)real(which);
+  return fn != NULL ? fn(fd, st) : (int)syscall(SYS_fstat, fd, st);
+}
+
+/* The library's own fstat: never taken for the program's (do_fstat below). */
+static int own_fstat(int fd, struct stat* st) { return real_fstat(r_fstat, fd, st); }
 
 /* Writes a finished line (log_fd.c: one write, never into a file of the program's). */
 static void emit(Line* l) {
@@ -227,6 +247,21 @@ static void put_path(Line* l, int dirfd, const char* path) {
   put_escaped(l, path, strlen(path));
 }
 
+/* The path of an event as put_path writes it, unescaped, into out (2 * PATH_MAX + 2 bytes): for an
+ * open that succeeded, whose path the kernel took (shorter than PATH_MAX), whole. */
+static size_t joined_path(int dirfd, const char* path, char* out) {
+  size_t n = 0;
+  if (path[0] != '/' && path[0] != '\0' && base_dir(dirfd, out)) {
+    n = strlen(out);
+    if (n == 0 || out[n - 1] != '/') {
+      out[n++] = '/';
+    }
+  }
+  size_t len = strnlen(path, PATH_MAX);
+  memcpy(out + n, path, len);
+  return n + len;
+}
+
 /* ---- Hooks' common steps ---------------------------------------------------------------------- */
 
 /* glibc declares most path arguments nonnull, so the compiler would drop a NULL check of them; a
@@ -236,12 +271,57 @@ static inline int is_null(const void* p) {
   return p == NULL;
 }
 
+/* A Python file object's open (py_audit.h), whose O record waits for the fstat the file object makes
+ * of its new descriptor next, in the same thread, before anything reads it: the record then takes
+ * that fstat's result, and the open costs no fstat of the library's (a third of what recording an
+ * open costs). Any other hooked call of the thread first writes a waiting record with an fstat of
+ * its own, as do _exit and a fork's child handler (which drops its copy: the parent writes it).
+ * Only in a process whose file objects were seen to fstat so (g_fstat_follows): one whose
+ * interpreter calls a function this library does not hook writes each record at its open. */
+typedef struct Deferred {
+  int active;
+  int fd;
+  int64_t a; /* the O record's flags */
+  size_t where_len;
+  char where[1024];
+  size_t path_len;
+  char path[2 * PATH_MAX + 2]; /* unescaped, joined with its directory */
+} Deferred;
+static __thread Deferred t_deferred __attribute__((tls_model("initial-exec")));
+/* The descriptor of this thread's last file-object open recorded at once, until its next hooked
+ * call: an fstat of it then says that file objects fstat through this library's hook. */
+static __thread int t_fstat_expected __attribute__((tls_model("initial-exec")));
+static atomic_int g_fstat_follows;
+
+static void write_deferred(const struct stat* st) {
+  Deferred* d = &t_deferred;
+  d->active = 0;
+  if (st != NULL && log_fd_is(st)) {
+    return;
+  }
+  Line l;
+  line_init(&l);
+  put_head(&l, log_fd_pid(), 'O', NULL, d->a, d->fd, st, d->where, d->where_len);
+  put_escaped(&l, d->path, d->path_len);
+  emit(&l);
+}
+
+/* A waiting record written with an fstat of the library's own (another call came first). */
+static void flush_deferred(void) {
+  if (t_deferred.active) {
+    struct stat st;
+    write_deferred(own_fstat(t_deferred.fd, &st) == 0 ? &st : NULL);
+  }
+}
+
 /* Whether this call records: the session is on and this thread is not already inside a hook. */
 static int hook_enter(void) {
   if (atomic_load_explicit(&g_state, memory_order_acquire) != k_recording || t_in_hook) {
     return 0;
   }
   t_in_hook = 1;
+  t_fstat_expected = 0;
+  flush_deferred();
   return 1;
 }
 
@@ -264,13 +344,25 @@ static void record_start(void) {
  * descriptor (or -1) is fd. */
 static void record_open(char event, int dirfd, const char* path, int64_t a, int64_t result,
                         int error, int fd) {
+  int file_object = 0;
+  char where[1024];
+  size_t where_len = event == 'O' ? py_audit_take(path, where, sizeof where, &file_object) : 0;
+  if (file_object && fd >= 0 && result == fd && atomic_load_explicit(&g_fstat_follows, memory_order_relaxed)) {
+    Deferred* d = &t_deferred; /* hook_enter wrote the last one */
+    d->fd = fd;
+    d->a = a;
+    d->where_len = where_len;
+    memcpy(d->where, where, where_len);
+    d->path_len = joined_path(dirfd, path, d->path);
+    d->active = 1;
+    return;
+  }
   struct stat st;
-  int have = fd >= 0 && fstat(fd, &st) == 0;
+  int have = fd >= 0 && own_fstat(fd, &st) == 0;
   if (have && log_fd_is(&st)) {
     return;
   }
-  char where[1024];
-  size_t where_len = event == 'O' ? py_audit_take(path, where, sizeof where) : 0;
+  t_fstat_expected = file_object && fd >= 0 ? fd + 1 : 0;
   Line l;
   line_init(&l);
   put_head(&l, log_fd_pid(), event, NULL, a, result < 0 ? -(int64_t)error : result, have ? &st : NULL,
@@ -495,6 +587,8 @@ static void record_args(int argc, char** argv) {
 }
 
 static void on_fork_child(void) {
+  t_deferred.active = 0; /* the parent's open: the parent writes it */
+  t_fstat_expected = 0;
   if (atomic_load(&g_state) != k_recording) {
     return;
   }
@@ -805,4 +899,44 @@ EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_acti
 EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
                         const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
   return do_spawn(r_posix_spawnp, pid, file, actions, attr, argv, envp);
+}
+
+/* fstat: the program's call passed on; when it is of the descriptor a file object's open waits with
+ * (Deferred above), that open's record is written with its result. */
+static int do_fstat(enum Real which, int fd, struct stat* st) {
+  int r = real_fstat(which, fd, st);
+  if ((t_deferred.active || t_fstat_expected != 0) && !t_in_hook &&
+      atomic_load_explicit(&g_state, memory_order_acquire) == k_recording) {
+    int saved = errno;
+    t_in_hook = 1;
+    if (t_fstat_expected == fd + 1) {
+      atomic_store_explicit(&g_fstat_follows, 1, memory_order_relaxed);
+    }
+    t_fstat_expected = 0;
+    if (t_deferred.active && t_deferred.fd == fd) {
+      write_deferred(r == 0 ? st : NULL);
+    } else {
+      flush_deferred();
+    }
+    t_in_hook = 0;
+    errno = saved;
+  }
+  return r;
+}
+
+EXPORT int fstat(int fd, struct stat* st) { return do_fstat(r_fstat, fd, st); }
+
+EXPORT int fstat64(int fd, struct stat64* st) { return do_fstat(r_fstat64, fd, (struct stat*)st); }
+
+EXPORT void _exit(int status) {
+  if (t_deferred.active && !t_in_hook) {
+    t_in_hook = 1;
+    flush_deferred();
+  }
+  ExitFn fn = (ExitFn)real(r__exit);
+  if (fn != NULL) {
+    fn(status);
+  }
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
 }

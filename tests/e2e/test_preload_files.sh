@@ -232,6 +232,45 @@ check(lines_of(b"own.py") == [b"lines.py:29"], "own.py's open: the loader's line
 import _ctypes
 ext = getattr(_ctypes, "__file__", None)  # built into some interpreters
 check(ext is None or [m for m in modules if m == os.path.abspath(ext)], "ctypes' extension module: " + repr(modules))
+# A file object's open is written at the fstat the file object makes next (its result the record's):
+# each O record of the program's lines holds its file's state, as one written at the open does.
+for r in R:
+    if r.ev == "O" and r.where.startswith(b"lines.py:") and r.b >= 0:
+        check(same_file(r, r.path), "the O record of a file object's open holds its file's state: " + repr(r.__dict__), R)
+PY
+
+# A file object's open waits for its fstat in the same thread (above): a waiting record is written at
+# the thread's next hooked call (here another fstat) or at _exit, with an fstat of the library's. An
+# open announced as a file object's (sys.audit) made through libc itself, never fstat'ed: ctypes.
+cat >waiting.py <<'PY'
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+open("data.txt").read()  # a file object's open, then its fstat: the library learns the pattern
+def announced(name):  # as a file object announces its open, then the open alone
+    sys.audit("open", name, "r", 0)
+    fd = libc.open(name.encode(), os.O_RDONLY)
+    assert fd >= 0, ctypes.get_errno()
+    return fd
+announced("a.txt")
+os.fstat(0)  # another descriptor's fstat: a.txt's record first
+if os.fork() == 0:
+    announced("b.txt")
+    os._exit(0)  # _exit: b.txt's record, then the exit
+os.wait()
+announced("c.txt")
+os._exit(0)
+PY
+with waiting env PYTHONPATH="$PYDIR" REPRUN_PY_FILES_LOG="$T/waiting.py.log" PYTHONDONTWRITEBYTECODE=1 "$PY" waiting.py
+[[ $(cat "$T/waiting.with.rc") == 0 ]] || fail "waiting.py failed: $(cat "$T/waiting.with.err")"
+pycheck "$T/waiting.log" <<'PY'
+main = [r for r in R if r.ev == "S"][0].pid
+for name, line, parent in ((b"a.txt", b"waiting.py:5", True), (b"b.txt", b"waiting.py:5", False), (b"c.txt", b"waiting.py:5", True)):
+    O = [r for r in R if r.ev == "O" and r.path == TP + b"/" + name]
+    check(len(O) == 1 and O[0].where == line and (O[0].pid == main) == parent and same_file(O[0], name),
+          name.decode() + ": one O record with its line and its file's state", R)
+a = [r for r in R if r.ev == "O" and r.path == TP + b"/a.txt"][0]
+child = [r for r in R if r.ev == "S" and r.pid != main and r.a == main][0]
+check(a.line < child.line, "a.txt's record written at the next fstat, before the fork", R)
 PY
 
 # A Python process with three threads opening files forks 20 times; each child opens a file and
