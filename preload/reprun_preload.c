@@ -932,6 +932,7 @@ EXPORT void _exit(int status) {
   if (t_deferred.active && !t_in_hook) {
     t_in_hook = 1;
     flush_deferred();
+    t_in_hook = 0; /* a vfork child's: its parent's thread-local flag */
   }
   ExitFn fn = (ExitFn)real(r__exit);
   if (fn != NULL) {
