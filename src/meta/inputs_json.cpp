@@ -9,7 +9,6 @@
 #include <charconv>
 #include <cstring>
 #include <fmt/format.h>
-#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -104,7 +103,6 @@ public:
       put('"');
       return;
     }
-    static constexpr char k_hex[] = "0123456789abcdef";
     for (const char ch : v) {
       const auto c = static_cast<unsigned char>(ch);
       switch (c) {
@@ -178,7 +176,6 @@ public:
       put(",\"tail_from\":"sv);
       number(c.tail_from);
       put(",\"tail\":\""sv);
-      static constexpr char k_hex[] = "0123456789abcdef";
       for (const uint32_t v : c.tail) {
         for (int shift = 28; shift >= 0; shift -= 4) {
           put(k_hex[(v >> shift) & 15]);
@@ -191,6 +188,7 @@ public:
 
 private:
   static constexpr size_t k_kept_room = 1 << 20;
+  static constexpr char k_hex[] = "0123456789abcdef";
   std::string& m_out;
   std::string* m_buf = nullptr;
   char* m_p = nullptr;
