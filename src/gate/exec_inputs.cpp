@@ -113,6 +113,7 @@ ojson record_run_inputs(const ExecPlan& plan, const RunDir& run, int64_t started
     }
     log.events.insert(log.events.end(), std::make_move_iterator(one.events.begin()), std::make_move_iterator(one.events.end()));
     log.py.insert(log.py.end(), std::make_move_iterator(one.py.begin()), std::make_move_iterator(one.py.end()));
+    log.kept.insert(log.kept.end(), one.kept.begin(), one.kept.end()); // what its events view
     log.skipped += one.skipped;
     log.lost += one.lost;
     log.unmapped = log.unmapped || one.unmapped;

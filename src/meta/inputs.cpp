@@ -217,11 +217,11 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     }
   }
   // `by` opened it: a process's executable, with the program's line `where` when one is known.
-  auto note_open = [&](const std::string& raw, bool folder, bool reads, bool writes, bool ok, bool created,
+  auto note_open = [&](std::string_view raw, bool folder, bool reads, bool writes, bool ok, bool created,
                        const FileEvent* fe, std::string_view by, std::string_view where) {
     std::string_view path = raw;
     if (!folder && raw.ends_with(".pyc")) {
-      if (std::string src = source_of_pyc(raw); !src.empty()) {
+      if (std::string src = source_of_pyc(std::string(raw)); !src.empty()) {
         path = sources.emplace_back(std::move(src)); // a module read from its .pyc: its source is the code
       }
     }
@@ -264,7 +264,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     s.f->written = s.f->written || writes;
     s.ok_open = s.ok_open || ok;
     s.created = s.created || created;
-    s.made = s.made || (created && path == std::string_view(raw));
+    s.made = s.made || (created && path == raw);
     if (ok && !s.decided) {
       // The first open that opened something says whether the run read the file before writing it:
       // an open that failed read nothing (a linker that tries its output O_RDWR, then creates it).
@@ -292,7 +292,8 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   };
   for (const auto& e : log.events) {
     if (e.event == 'D' && python_pids.count(e.pid)) {
-      python_listed[e.path] = python_listed[e.path] || e.b >= 0;
+      bool& ok = python_listed.try_emplace(std::string(e.path)).first->second;
+      ok = ok || e.b >= 0;
       continue;
     }
     if (e.event == 'S') {
@@ -306,7 +307,8 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       }
     } else if (e.event == 'X') {
       if (e.reason != "ok") {
-        (system_probe(e.path) ? r.probes : r.unrecorded).push_back({e.path, e.reason});
+        const std::string exe_path(e.path);
+        (system_probe(exe_path) ? r.probes : r.unrecorded).push_back({exe_path, std::string(e.reason)});
       }
     } else if (e.event == 'O' || e.event == 'D') {
       // A listing is opendir's or fdopendir's (D): a folder opened only for the files under it
@@ -412,7 +414,7 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
     if (!in_cwd && !under_any(e.path, opt.data_dirs) && !named_in_args(e.path)) {
       continue;
     }
-    std::string target = e.where[0] == '/' ? e.where : std::string(parent_of(e.path)) + "/" + e.where;
+    std::string target = e.where[0] == '/' ? std::string(e.where) : std::string(parent_of(e.path)).append("/").append(e.where);
     target = fs::path(target).lexically_normal().string();
     if (!system_own_path(target) && !under_any(target, prefixes) && !under_any(target, opt.own_dirs) &&
         !path_under(opt.cwd, target)) {

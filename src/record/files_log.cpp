@@ -69,22 +69,24 @@ private:
 // the link's target, as the kernel does: the preload library joins a relative path with the
 // directory as given, and the audit hook does too, so that both logs name a file alike. `up`: a
 // ".." went up a folder.
-std::string normal_path(std::string p, LinkResolver& links, bool& up) {
-  up = false;
+// Whether normal_path leaves `p` as it is: not absolute, or plain (the usual path: no "//", no "." or
+// ".." component, no '/' at the end). One pass.
+bool normal_already(std::string_view p) {
   if (p.empty() || p[0] != '/') {
-    return p;
+    return true;
   }
-  // Plain (the usual path): no "//", no "." or ".." component, no '/' at the end. One pass.
   bool plain = p.size() == 1 || p.back() != '/';
-  for (size_t at = p.find('/', 1); plain && at != std::string::npos; at = p.find('/', at + 1)) {
+  for (size_t at = p.find('/', 1); plain && at != std::string_view::npos; at = p.find('/', at + 1)) {
     const char next = at + 1 < p.size() ? p[at + 1] : '\0';
     plain = next != '/' && !(next == '.' && (at + 2 == p.size() || p[at + 2] == '/' ||
                                              (p[at + 2] == '.' && (at + 3 == p.size() || p[at + 3] == '/'))));
   }
-  if (plain && (p.starts_with("//") || p == "/." || p.starts_with("/./") || p == "/.." || p.starts_with("/../"))) {
-    plain = false;
-  }
-  if (plain) {
+  return plain && !(p.starts_with("//") || p == "/." || p.starts_with("/./") || p == "/.." || p.starts_with("/../"));
+}
+
+std::string normal_path(std::string p, LinkResolver& links, bool& up) {
+  up = false;
+  if (normal_already(p)) {
     return p;
   }
   std::vector<std::string_view> parts;
@@ -129,14 +131,21 @@ std::string normal_path(std::string p, LinkResolver& links, bool& up) {
   return out.empty() ? "/" : out;
 }
 
-bool parse_event(std::string_view line, FileEvent& e, LinkResolver& links) {
+// A field of the log as its event holds it: a view of the log's text when nothing is escaped in it
+// (the usual field), else unescaped and kept.
+std::string_view unescaped(FilesLog& log, std::string_view field) {
+  return field.find('\\') == std::string_view::npos ? field : log.keep(unescape_log_path(field));
+}
+
+// `line` views the log's text, which `log` keeps: the event's strings view it, or `log`'s.
+bool parse_event(std::string_view line, FileEvent& e, LinkResolver& links, FilesLog& log) {
   std::string_view f[9];
   if (split_tabs(line, f, 9) != 9 || f[1].size() != 1 || !number(f[0], e.pid)) {
     return false;
   }
   e.event = f[1][0];
   if (e.event == 'X') {
-    e.reason = std::string(f[2]);
+    e.reason = f[2];
   } else if (!number(f[2], e.a)) {
     return false;
   }
@@ -149,9 +158,12 @@ bool parse_event(std::string_view line, FileEvent& e, LinkResolver& links) {
     return false;
   }
   if (f[7] != "-") {
-    e.where = unescape_log_path(f[7]);
+    e.where = unescaped(log, f[7]);
   }
-  e.path = normal_path(unescape_log_path(f[8]), links, e.up);
+  e.path = unescaped(log, f[8]);
+  if (!normal_already(e.path)) {
+    e.path = log.keep(normal_path(std::string(e.path), links, e.up));
+  }
   return e.event == 'S' || e.event == 'O' || e.event == 'D' || e.event == 'X' || e.event == 'A' ||
          (e.event == 'L' && !e.where.empty());
 }
@@ -188,8 +200,7 @@ std::optional<MapHeader> map_header(std::string_view head) {
 }
 
 struct LogText {
-  std::string text;
-  std::string_view records; // the records' bytes in text
+  std::string text;         // the records' bytes
   uint64_t lost = 0;        // the mapped form: records it had no room for
   bool unmapped = false;    // the mapped form: a process could not map it
 };
@@ -222,7 +233,6 @@ LogText read_log_text(const std::string& path) {
   if (in.bad() || static_cast<uintmax_t>(in.gcount()) != rest) {
     throw Error(path, "cannot read");
   }
-  t.records = t.text;
   return t;
 }
 
@@ -290,19 +300,20 @@ std::string unescape_log_path(std::string_view s) {
 FilesLog read_files_log(const std::string& files_log, const std::string& py_files_log) {
   FilesLog log;
   LinkResolver links;
-  const LogText text = read_log_text(files_log);
+  LogText text = read_log_text(files_log);
   log.lost = text.lost;
   log.unmapped = text.unmapped;
-  each_line(text.records, log.skipped, [&](size_t n) { log.events.reserve(n); }, [&](std::string_view line) {
+  const std::string_view records = log.keep(std::move(text.text)); // the events view it
+  each_line(records, log.skipped, [&](size_t n) { log.events.reserve(n); }, [&](std::string_view line) {
     FileEvent e;
-    if (parse_event(line, e, links)) {
+    if (parse_event(line, e, links, log)) {
       log.events.push_back(std::move(e));
     } else {
       ++log.skipped;
     }
   });
   const LogText py_text = read_log_text(py_files_log);
-  each_line(py_text.records, log.skipped, [&](size_t n) { log.py.reserve(n); }, [&](std::string_view line) {
+  each_line(py_text.text, log.skipped, [&](size_t n) { log.py.reserve(n); }, [&](std::string_view line) {
     PyFileEvent e;
     if (parse_py(line, e, links)) {
       log.py.push_back(std::move(e));

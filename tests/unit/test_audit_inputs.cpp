@@ -10,6 +10,7 @@
 #include "reprun/record/files_log.hpp"
 #include "testing.hpp"
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <doctest/doctest.h>
@@ -26,6 +27,12 @@ using namespace reprun;
 namespace fs = std::filesystem;
 
 namespace {
+
+// A string kept for the whole test run: what a hand-made FileEvent's views are of (files_log.hpp).
+std::string_view kept(std::string s) {
+  static std::deque<std::string> strings;
+  return strings.emplace_back(std::move(s));
+}
 
 ContentSummary summary_of(const std::string& dir, const std::string& name, const std::string& text) {
   const std::string path = dir + "/" + name;
@@ -136,7 +143,7 @@ TEST_CASE("Inputs: a Python process's import-system listings, a device and ldcon
     f.event = e;
     f.a = a;
     f.b = 3;
-    f.path = p;
+    f.path = kept(p);
     return f;
   };
   log.events.push_back(ev('S', 1, "/usr/bin/python3"));
@@ -187,7 +194,7 @@ TEST_CASE("Inputs: what a child's arguments name is data, unless it is the syste
     f.event = e;
     f.a = a;
     f.b = e == 'O' ? 3 : 0;
-    f.path = p;
+    f.path = kept(p);
     return f;
   };
   log.events.push_back(ev(7, 'S', 1, "/usr/bin/sh"));
@@ -318,8 +325,8 @@ TEST_CASE("Inputs: the program's line on a preload record names the opener; an i
     f.pid = 7;
     f.event = e;
     f.b = 3;
-    f.path = p;
-    f.where = where;
+    f.path = kept(p);
+    f.where = kept(where);
     return f;
   };
   log.events.push_back(ev('S', "/usr/bin/python3.11", ""));
@@ -354,7 +361,7 @@ TEST_CASE("Inputs: a folder of many files read is looked at from its descriptor,
     f.pid = 7;
     f.event = 'O';
     f.b = 3;
-    f.path = p;
+    f.path = kept(p);
     return f;
   };
   FileEvent start;
@@ -423,7 +430,7 @@ TEST_CASE("Inputs: an extension module built in the project is code; a data set 
     o.pid = 7;
     o.event = 'O';
     o.b = 3;
-    o.path = shm + "/t.csv";
+    o.path = kept(shm + "/t.csv");
     log.events.push_back(o);
     opt.data_dirs.push_back(shm);
   }
@@ -455,7 +462,7 @@ TEST_CASE("Inputs: a file whose first open failed and that the run then created 
   tried.event = 'O';
   tried.a = O_RDWR;
   tried.b = -2; // ENOENT
-  tried.path = so;
+  tried.path = kept(so);
   FileEvent made = tried;
   made.a = O_RDWR | k_open_created;
   made.b = 4;
@@ -497,7 +504,7 @@ TEST_CASE("Inputs: a file whose first open failed and that the run then created 
   std::ofstream(src) << "x = 1\n";
   fs::create_directories(t.path() + "/__pycache__");
   FileEvent pyc = built;
-  pyc.path = t.path() + "/__pycache__/helper.cpython-311.pyc";
+  pyc.path = kept(t.path() + "/__pycache__/helper.cpython-311.pyc");
   log3.events.push_back(pyc);
   imported.path = src;
   log3.py.push_back(imported);
@@ -562,7 +569,7 @@ TEST_CASE("Inputs: a file the content cache knows in the state its opens saw is 
     f.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
     f.dev = st.st_dev;
     f.ino = st.st_ino;
-    f.path = p;
+    f.path = kept(p);
     return f;
   };
   FilesLog log;
@@ -643,7 +650,7 @@ TEST_CASE("Inputs: the record's files and a folder's names are in the byte order
   FileEvent listing;
   listing.pid = 7;
   listing.event = 'D';
-  listing.path = t.path() + "/data";
+  listing.path = kept(t.path() + "/data");
   log.events.push_back(listing);
   for (const auto& n : names) {
     testing::write(t.path() + "/data/" + n, "x\n");
@@ -651,7 +658,7 @@ TEST_CASE("Inputs: the record's files and a folder's names are in the byte order
     e.pid = 7;
     e.event = 'O';
     e.b = 3;
-    e.path = t.path() + "/data/" + n;
+    e.path = kept(t.path() + "/data/" + n);
     log.events.push_back(e);
   }
   InputsOptions opt;
@@ -682,12 +689,12 @@ TEST_CASE("Inputs: a listed folder's names come from the listing cache while it 
   FileEvent listing;
   listing.pid = 7;
   listing.event = 'D';
-  listing.path = data;
+  listing.path = kept(data);
   log.events.push_back(listing);
   FileEvent read = listing;
   read.event = 'O';
   read.b = 3;
-  read.path = data + "/a.csv";
+  read.path = kept(data + "/a.csv");
   log.events.push_back(read);
   InputsOptions opt;
   opt.cwd = t.path();

@@ -28,24 +28,28 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace reprun {
 
+// Its strings are views: of the log's text, or of a string the log keeps (an escaped or normalized
+// path), which live as long as the FilesLog (10,000s of events: no string of their own each). An
+// event made by hand views strings its maker keeps.
 struct FileEvent {
   long pid = 0;
   char event = 0;          // S O D X A L
   long long a = 0;         // O: open flags (0x40000000: created by this open); S: parent pid; A: argument index
   long long b = 0;         // O, D: the fd (>= 0) or -errno
-  std::string reason;      // X: ok | cleared | static
+  std::string_view reason; // X: ok | cleared | static
   uint64_t size = 0, dev = 0, ino = 0;
   int64_t mtime_ns = 0;
   int64_t ctime_ns = 0;    // 0: not recorded (a reprun.files/2 log)
-  std::string where;       // O of a Python process: "train.py:12", "import" (the import system); L: the
+  std::string_view where;  // O of a Python process: "train.py:12", "import" (the import system); L: the
                            // link's target as stored; else ""
-  std::string path;        // unescaped bytes
+  std::string_view path;   // unescaped bytes
   bool up = false;         // the path as given went up a folder ("/w/src/../data/t.csv": ../data/t.csv from /w/src)
 };
 
@@ -66,6 +70,12 @@ struct FilesLog {
   long skipped = 0;        // lines that did not parse, or were cut by a kill
   uint64_t lost = 0;       // files.log's mapped form: records it had no room for (a full disk)
   bool unmapped = false;   // files.log's mapped form: a process could not map it, and recorded nothing
+  // What the events' views are of: the logs' text, and the paths unescaped or normalized. Each
+  // string in a block of its own, shared by a copy of the log: a view stays valid when the log is
+  // moved, copied, or its strings appended to another's.
+  std::vector<std::shared_ptr<const std::string>> kept;
+  // `s` kept, and a view of it for an event.
+  std::string_view keep(std::string s) { return *kept.emplace_back(std::make_shared<const std::string>(std::move(s))); }
 };
 
 // Reads both logs (a missing one has no events). Throws Error naming a file that cannot be read.
