@@ -23,11 +23,15 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
+bool ascii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
 // A file name as JSON can carry it: bytes that are not UTF-8 (Linux names are any bytes but '/' and
 // NUL) written as \xHH, so that inputs.jsonl and the manifest stay valid JSON and two such names
 // stay apart.
 std::string json_name(const std::string& s) {
-  if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+  if (ascii(s)) {
     return s; // ASCII: UTF-8 as it is
   }
   std::string out;
@@ -532,9 +536,13 @@ ojson inputs_manifest(const InputsRecord& r) {
     m["files"] = files;
   } else {
     Sha256 sha;
-    for (const InputFile* f : listed) {
-      sha.update_field("path", json_name(f->path));
-      sha.update_field("sha256", f->hashed ? f->content.sha256 : std::string());
+    for (const InputFile* f : listed) { // no copy of a path that is ASCII, nor of a digest
+      if (ascii(f->path)) {
+        sha.update_field("path", f->path);
+      } else {
+        sha.update_field("path", json_name(f->path));
+      }
+      sha.update_field("sha256", f->hashed ? std::string_view(f->content.sha256) : std::string_view());
     }
     m["files_sha256"] = sha.hex_digest();
   }
