@@ -64,11 +64,6 @@ private:
   std::unordered_map<std::string, std::string> m_real;
 };
 
-// An absolute path with its "." and ".." components and repeated separators resolved, as Python's
-// os.path.normpath does by the text alone, except that a ".." after a symbolic link goes up from
-// the link's target, as the kernel does: the preload library joins a relative path with the
-// directory as given, and the audit hook does too, so that both logs name a file alike. `up`: a
-// ".." went up a folder.
 // Whether normal_path leaves `p` as it is: not absolute, or plain (the usual path: no "//", no "." or
 // ".." component, no '/' at the end). One pass.
 bool normal_already(std::string_view p) {
@@ -84,6 +79,11 @@ bool normal_already(std::string_view p) {
   return plain && !(p.starts_with("//") || p == "/." || p.starts_with("/./") || p == "/.." || p.starts_with("/../"));
 }
 
+// An absolute path with its "." and ".." components and repeated separators resolved, as Python's
+// os.path.normpath does by the text alone, except that a ".." after a symbolic link goes up from
+// the link's target, as the kernel does: the preload library joins a relative path with the
+// directory as given, and the audit hook does too, so that both logs name a file alike. `up`: a
+// ".." went up a folder.
 std::string normal_path(std::string p, LinkResolver& links, bool& up) {
   up = false;
   if (normal_already(p)) {
