@@ -136,7 +136,7 @@ public:
       put('"'); // ASCII with nothing to escape (the usual name): as it is
       put(s);
       put('"');
-    } else if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+    } else if (ascii(s)) {
       string(s); // ASCII: no copy
     } else {
       string(json_name(s));
