@@ -11,9 +11,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string_view>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <unordered_map>
 #include <vector>
 
@@ -200,38 +204,79 @@ std::optional<MapHeader> map_header(std::string_view head) {
 }
 
 struct LogText {
-  std::string text;         // the records' bytes
-  uint64_t lost = 0;        // the mapped form: records it had no room for
-  bool unmapped = false;    // the mapped form: a process could not map it
+  std::shared_ptr<const void> held; // what `text` views: the file mapped read-only
+  std::string_view text;            // the records' bytes
+  uint64_t lost = 0;                // the mapped form: records it had no room for
+  bool unmapped = false;            // the mapped form: a process could not map it
 };
 
+// A file mapped read-only, unmapped with its last holder.
+struct Mapping {
+  Mapping(const void* p, size_t n) : data(p), size(n) {}
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() { ::munmap(const_cast<void*>(data), size); }
+  const void* data;
+  size_t size;
+};
+
+// The log mapped, not read into memory of reprun's own: its pages are the page cache's, mapped a
+// few at a fault (a DataLoader's 10,000 records: 2 MB that a copy would fault in, and clear first).
+// Read after the program ended: a process of it still running writes only into places it reserved,
+// which were zeros when the header was read (cut lines, no event views them); one that truncated
+// reprun's log would end reprun with SIGBUS, as it would itself (log_map.h).
 LogText read_log_text(const std::string& path) {
   LogText t;
-  std::error_code ec;
-  if (path.empty() || !std::filesystem::exists(path, ec)) {
+  if (path.empty()) {
     return t;
   }
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  std::ifstream in(path, std::ios::binary);
-  if (ec || !in) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) {
+    return t;
+  }
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
     throw Error(path, "cannot read");
   }
-  std::string head(static_cast<size_t>(std::min<uintmax_t>(size, k_map_header)), '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  uintmax_t rest = size - head.size();
-  if (const auto h = head.size() == k_map_header ? map_header(head) : std::nullopt) {
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return t;
+  }
+  std::string_view all;
+  if (void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0); map != MAP_FAILED) {
+    t.held = std::make_shared<const Mapping>(map, size);
+    all = std::string_view(static_cast<const char*>(map), size);
+  } else { // a file system that maps no files: read
+    auto text = std::make_shared<std::string>(size, '\0');
+    size_t got = 0;
+    while (got < size) {
+      const ssize_t n = ::read(fd, text->data() + got, size - got);
+      if (n > 0) {
+        got += static_cast<size_t>(n);
+      } else if (n == 0) {
+        break;
+      } else if (errno != EINTR) {
+        const int e = errno;
+        ::close(fd);
+        throw Error(path, std::string("cannot read: ") + std::strerror(e));
+      }
+    }
+    text->resize(got);
+    all = *text;
+    t.held = std::move(text);
+  }
+  ::close(fd);
+  if (const auto h = all.size() >= k_map_header ? map_header(all.substr(0, k_map_header)) : std::nullopt) {
     // Only the bytes reserved: the rest, to the end of the last segment, is zeros.
     t.lost = h->lost;
     t.unmapped = h->unmapped;
-    rest = std::min<uintmax_t>(rest, h->reserved);
+    t.text = all.substr(k_map_header, std::min<uint64_t>(all.size() - k_map_header, h->reserved));
   } else {
-    t.text = std::move(head);
-  }
-  const size_t at = t.text.size();
-  t.text.resize(at + static_cast<size_t>(rest));
-  in.read(t.text.data() + at, static_cast<std::streamsize>(rest));
-  if (in.bad() || static_cast<uintmax_t>(in.gcount()) != rest) {
-    throw Error(path, "cannot read");
+    t.text = all;
   }
   return t;
 }
@@ -303,7 +348,10 @@ FilesLog read_files_log(const std::string& files_log, const std::string& py_file
   LogText text = read_log_text(files_log);
   log.lost = text.lost;
   log.unmapped = text.unmapped;
-  const std::string_view records = log.keep(std::move(text.text)); // the events view it
+  const std::string_view records = text.text; // the events view it
+  if (text.held) {
+    log.kept.push_back(std::move(text.held));
+  }
   each_line(records, log.skipped, [&](size_t n) { log.events.reserve(n); }, [&](std::string_view line) {
     FileEvent e;
     if (parse_event(line, e, links, log)) {

@@ -70,12 +70,17 @@ struct FilesLog {
   long skipped = 0;        // lines that did not parse, or were cut by a kill
   uint64_t lost = 0;       // files.log's mapped form: records it had no room for (a full disk)
   bool unmapped = false;   // files.log's mapped form: a process could not map it, and recorded nothing
-  // What the events' views are of: the logs' text, and the paths unescaped or normalized. Each
-  // string in a block of its own, shared by a copy of the log: a view stays valid when the log is
-  // moved, copied, or its strings appended to another's.
-  std::vector<std::shared_ptr<const std::string>> kept;
+  // What the events' views are of: files.log's text as mapped, and the paths unescaped or
+  // normalized. Each in a block of its own, shared by a copy of the log: a view stays valid when the
+  // log is moved, copied, or what it keeps appended to another's.
+  std::vector<std::shared_ptr<const void>> kept;
   // `s` kept, and a view of it for an event.
-  std::string_view keep(std::string s) { return *kept.emplace_back(std::make_shared<const std::string>(std::move(s))); }
+  std::string_view keep(std::string s) {
+    auto held = std::make_shared<const std::string>(std::move(s));
+    const std::string_view v = *held;
+    kept.push_back(std::move(held));
+    return v;
+  }
 };
 
 // Reads both logs (a missing one has no events). Throws Error naming a file that cannot be read.
