@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -161,25 +160,20 @@ std::string joined(const std::vector<std::string>& v) {
   return out.empty() ? "-" : out;
 }
 
-// The regular file at `path` mapped read-only (its first byte and size); false when it is absent,
-// unreadable, empty or not a regular file.
-bool map_file(const std::string& path, const char*& data, size_t& size) {
+// The regular file at `path` mapped read-only; null when it is absent, unreadable, empty or not a
+// regular file.
+std::unique_ptr<const MappedFile> map_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return false;
+    return nullptr;
   }
   struct stat st {};
-  void* map = MAP_FAILED;
+  std::unique_ptr<const MappedFile> map;
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-    map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    map = MappedFile::map(fd, static_cast<size_t>(st.st_size));
   }
   ::close(fd);
-  if (map == MAP_FAILED) {
-    return false;
-  }
-  data = static_cast<const char*>(map);
-  size = static_cast<size_t>(st.st_size);
-  return true;
+  return map;
 }
 
 } // namespace
@@ -248,22 +242,17 @@ bool FolderCache::decode(std::string_view line, uint64_t size, ContentSummary& o
   return true;
 }
 
-FolderCache::Mapped::~Mapped() {
-  if (data != nullptr) {
-    ::munmap(const_cast<char*>(data), size);
-  }
-}
-
 void FolderCache::load(const std::vector<std::string>& folders) {
   if (m_dir.empty()) {
     return;
   }
   for (const auto& folder : folders) {
     Folder& f = m_folders[folder];
-    if (!map_file(m_dir + "/inputs-v1/" + folder_name(folder), f.text.data, f.text.size)) {
+    f.text = map_file(m_dir + "/inputs-v1/" + folder_name(folder));
+    if (!f.text) {
       continue; // none yet, unreadable, empty: no entries
     }
-    const std::string_view v(f.text.data, f.text.size);
+    const std::string_view v = f.text->text();
     size_t eol = v.find('\n');
     if (eol == std::string_view::npos || v.substr(0, eol) != std::string(k_folder_magic) + folder) {
       continue; // another format, or another folder's file under the same name

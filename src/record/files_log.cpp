@@ -2,6 +2,7 @@
 #include "reprun/record/files_log.hpp"
 
 #include "reprun/core/error.hpp"
+#include "reprun/core/mapped_file.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,7 +16,6 @@
 #include <optional>
 #include <string_view>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <unordered_map>
@@ -204,25 +204,15 @@ std::optional<MapHeader> map_header(std::string_view head) {
 }
 
 struct LogText {
-  std::shared_ptr<const void> held; // what `text` views: the file mapped read-only
+  std::shared_ptr<const void> held; // what `text` views: the file mapped (or read)
   std::string_view text;            // the records' bytes
   uint64_t lost = 0;                // the mapped form: records it had no room for
   bool unmapped = false;            // the mapped form: a process could not map it
 };
 
-// A file mapped read-only, unmapped with its last holder.
-struct Mapping {
-  Mapping(const void* p, size_t n) : data(p), size(n) {}
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() { ::munmap(const_cast<void*>(data), size); }
-  const void* data;
-  size_t size;
-};
-
-// The log mapped, not read into memory of reprun's own: its pages are the page cache's, mapped a
-// few at a fault (a DataLoader's 10,000 records: 2 MB that a copy would fault in, and clear first).
-// Read after the program ended: a process of it still running writes only into places it reserved,
+// The log mapped (core/mapped_file.hpp: a DataLoader's 10,000 records are 2 MB that a copy would
+// fault in, and clear first), or read where it cannot be. Read after the program ended: a process
+// of it still running writes only into places it reserved,
 // which were zeros when the header was read (cut lines, no event views them); one that truncated
 // reprun's log would end reprun with SIGBUS, as it would itself (log_map.h).
 LogText read_log_text(const std::string& path) {
@@ -247,9 +237,9 @@ LogText read_log_text(const std::string& path) {
     return t;
   }
   std::string_view all;
-  if (void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0); map != MAP_FAILED) {
-    t.held = std::make_shared<const Mapping>(map, size);
-    all = std::string_view(static_cast<const char*>(map), size);
+  if (std::shared_ptr<const MappedFile> map = MappedFile::map(fd, size)) {
+    all = map->text();
+    t.held = std::move(map);
   } else { // a file system that maps no files: read
     auto text = std::make_shared<std::string>(size, '\0');
     size_t got = 0;

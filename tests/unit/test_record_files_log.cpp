@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -88,4 +89,21 @@ TEST_CASE("Files log: the mapped form's records are read up to the bytes reserve
     CHECK(r.skipped == 0);
     CHECK(files_log_bytes(log) == a.size() + b.size());
   }
+}
+
+TEST_CASE("Files log: the events view the log as mapped, which the log keeps when the file is gone and the log copied") {
+  testing::TempDir t;
+  const std::string log = t / "files.log";
+  std::ofstream(log, std::ios::binary) << mapped(record(7, "/w/a.csv") + record(8, "/w/b\\tc.csv"), 0, 0, 1 << 20);
+  FilesLog copy;
+  {
+    const FilesLog r = read_files_log(log, "");
+    REQUIRE(r.events.size() == 2);
+    std::filesystem::remove(log);
+    copy = r; // the mapping and the unescaped path shared, then the first holder gone
+  }
+  REQUIRE(copy.events.size() == 2);
+  CHECK(copy.events[0].path == "/w/a.csv");
+  CHECK(copy.events[1].path == "/w/b\tc.csv");
+  CHECK(copy.events[1].pid == 8);
 }

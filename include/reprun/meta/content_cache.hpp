@@ -29,11 +29,13 @@
 // is only a miss.
 #pragma once
 
+#include "reprun/core/mapped_file.hpp"
 #include "reprun/meta/inputs.hpp"
 
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -83,18 +85,10 @@ private:
     std::string_view line;             // the summary, in Folder::text
     std::atomic<bool> hit{false};      // found by this run
   };
-  // The folder's file mapped read-only (no copy of a MB of entries, nor its pages cleared): a
-  // cache file is replaced by a rename, never written in place.
-  struct Mapped {
-    Mapped() = default;
-    Mapped(const Mapped&) = delete;
-    Mapped& operator=(const Mapped&) = delete;
-    ~Mapped();
-    const char* data = nullptr;
-    size_t size = 0;
-  };
   struct Folder {
-    Mapped text;                                               // the file as read
+    // The folder's file mapped read-only (no copy of a MB of entries): a cache file is replaced by
+    // a rename, never written in place.
+    std::unique_ptr<const MappedFile> text;
     std::unordered_map<std::string_view, Entry> entries;       // "DEV INO SIZE MTIME CTIME" -> summary
     std::vector<std::pair<std::string, std::string>> added;    // key, summary
   };
