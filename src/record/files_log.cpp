@@ -1,6 +1,7 @@
 // The files.log and py-files.log readers: see include/reprun/record/files_log.hpp.
 #include "reprun/record/files_log.hpp"
 
+#include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/core/mapped_file.hpp"
 
@@ -212,9 +213,9 @@ struct LogText {
 
 // The log mapped (core/mapped_file.hpp: a DataLoader's 10,000 records are 2 MB that a copy would
 // fault in, and clear first), or read where it cannot be. Read after the program ended: a process
-// of it still running writes only into places it reserved,
-// which were zeros when the header was read (cut lines, no event views them); one that truncated
-// reprun's log would end reprun with SIGBUS, as it would itself (log_map.h).
+// of it still running writes only into places it reserved, which were zeros when the header was
+// read (cut lines, no event views them); one that truncated reprun's log would end reprun with
+// SIGBUS, as it would itself (log_map.h).
 LogText read_log_text(const std::string& path) {
   LogText t;
   if (path.empty()) {
@@ -237,29 +238,16 @@ LogText read_log_text(const std::string& path) {
     return t;
   }
   std::string_view all;
-  if (std::shared_ptr<const MappedFile> map = MappedFile::map(fd, size)) {
+  std::shared_ptr<const MappedFile> map = MappedFile::map(fd, size);
+  ::close(fd);
+  if (map) {
     all = map->text();
     t.held = std::move(map);
   } else { // a file system that maps no files: read
-    auto text = std::make_shared<std::string>(size, '\0');
-    size_t got = 0;
-    while (got < size) {
-      const ssize_t n = ::read(fd, text->data() + got, size - got);
-      if (n > 0) {
-        got += static_cast<size_t>(n);
-      } else if (n == 0) {
-        break;
-      } else if (errno != EINTR) {
-        const int e = errno;
-        ::close(fd);
-        throw Error(path, std::string("cannot read: ") + std::strerror(e));
-      }
-    }
-    text->resize(got);
+    auto text = std::make_shared<const std::string>(read_file(path));
     all = *text;
     t.held = std::move(text);
   }
-  ::close(fd);
   if (const auto h = all.size() >= k_map_header ? map_header(all.substr(0, k_map_header)) : std::nullopt) {
     // Only the bytes reserved: the rest, to the end of the last segment, is zeros.
     t.lost = h->lost;
