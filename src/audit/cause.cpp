@@ -4,6 +4,7 @@
 #include "reprun/audit/cause.hpp"
 
 #include "audit/exec_facts.hpp"
+#include "reprun/audit/outside_inputs.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -154,6 +155,7 @@ public:
     }
     stopped_early();
     data();
+    outside();
     configuration();
     arguments();
     config();
@@ -256,6 +258,23 @@ private:
             "resume or rerun the shorter run, or compare the two over their common steps only");
       }
     }
+  }
+
+  // Files read outside the places of data whose size or time changed between the runs
+  // (outside_inputs.hpp): their bytes were not compared, so they are named as a likely cause, after a
+  // fingerprinted data file that changed.
+  void outside() {
+    const std::string files = outside_changed(m_r);
+    if (files.empty()) {
+      return;
+    }
+    const std::string folder = outside_folder(m_r);
+    add(1.2,
+        "files the program read outside the places of data changed between the runs (recorded by size and time "
+        "only, their bytes not compared): " + files,
+        fmt::format("record both runs with --data-dir {} so that diff compares their bytes and says what changed, "
+                    "or keep the data under the working directory",
+                    folder.empty() ? "DIR" : folder));
   }
 
   // The data's own facts name the change; what follows from it (the plan's sample counts, the
@@ -477,12 +496,17 @@ private:
                                    ? "same environment (what the program read was not recorded)"
                                    : fmt::format("same environment (what the program read was not recorded in {})",
                                                  ra_in ? "B" : "A");
-      add(4.5, "thread-dependent or non-deterministic code in the program: " + same + ", different numbers",
+      // Files read outside the places of data changed (outside()): the inputs are not known to be the same.
+      const bool outside = !outside_changed(m_r).empty();
+      add(4.5,
+          outside ? "thread-dependent or non-deterministic code in the program, if the files it read outside the "
+                    "places of data (above) hold the same bytes: different numbers"
+                  : "thread-dependent or non-deterministic code in the program: " + same + ", different numbers",
           uses_torch() ? fmt::format("make the framework deterministic (torch.use_deterministic_algorithms(True){}), "
                                      "seed every generator, and fix the thread counts",
                                      cuda_workspace())
                        : std::string(k_seed_python) + "; and fix the thread counts of the libraries it calls",
-          true);
+          !outside);
     } else {
       add(4.5, fmt::format("thread-dependent code: same data, config and build{}, different numbers, with the "
                            "reduction ordered",

@@ -1,6 +1,7 @@
 // What two runs read, compared: see include/reprun/audit/inputs_diff.hpp.
 #include "reprun/audit/inputs_diff.hpp"
 
+#include "reprun/audit/outside_inputs.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/meta/inputs.hpp"
 #include "reprun/meta/redact.hpp"
@@ -434,11 +435,17 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
     }
   }
   std::sort(paths.begin(), paths.end());
+  // Files both read outside the places of data, whose size or time differ (outside_inputs.hpp): said,
+  // not counted.
+  constexpr size_t k_outside_most = 20;
+  size_t outside_more = 0;
+  std::vector<MetaDelta> outside = outside_changes(oa, ob, k_outside_most, outside_more);
   // --ignore-meta inputs.files.PATH names a file or folder of inputs.jsonl (the manifest holds only
   // their digest): one that matches none of either run's would ignore nothing, in silence.
   for (const auto& p : opt.ignore_meta) {
     if (p.rfind("inputs.files.", 0) == 0 &&
-        std::none_of(paths.begin(), paths.end(), [&](const std::string& path) { return has_prefix("inputs.files." + path, p); })) {
+        std::none_of(paths.begin(), paths.end(), [&](const std::string& path) { return has_prefix("inputs.files." + path, p); }) &&
+        std::none_of(outside.begin(), outside.end(), [&](const MetaDelta& m) { return has_prefix(m.key, p); })) {
       std::vector<std::string> keys;
       for (const auto& path : paths) {
         keys.push_back("inputs.files." + path);
@@ -656,6 +663,19 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
         m.why = fmt::format("{}; {} the folder between the runs: counted with {}", m.detail, how, l->second);
       }
     }
+  }
+  for (auto& d : outside) {
+    for (const auto& p : opt.ignore_meta) {
+      if (has_prefix(d.key, p)) {
+        d.kind = MetaDelta::Kind::ignored;
+      }
+    }
+    r.meta.push_back(std::move(d));
+  }
+  if (outside_more > 0) {
+    r.notes.push_back(fmt::format("{} more files read outside the places of data differ in size or time between the "
+                                  "runs (not listed; their bytes were not compared)",
+                                  outside_more));
   }
   if (!stat_only_touched.empty()) {
     r.notes.push_back(fmt::format("{} {} recorded by size and time only (--stat-only): the same size in both runs, "

@@ -2,6 +2,7 @@
 #include "reprun/audit/op_localize.hpp"
 
 #include "reprun/audit/inputs_diff.hpp"
+#include "reprun/audit/outside_inputs.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/record/run_dir.hpp"
 
@@ -116,6 +117,9 @@ Localization apply_op_divergence(DiffResult& diff, const OpDivergence& od, OpCau
   if (od.input_origin.find("not made by a traced op") != std::string::npos) {
     if (const std::string files = differing_inputs(diff); !files.empty()) {
       cause.reason += "; the runs read different data: " + files;
+    } else if (const std::string outside = outside_changed(diff); !outside.empty()) {
+      cause.reason += "; files read outside the places of data changed between the runs (their bytes not compared): " +
+                      outside;
     }
   }
   // The operation found is the most direct cause: first among the likely causes. A cause that says

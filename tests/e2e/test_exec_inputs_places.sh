@@ -32,7 +32,12 @@
 #  (m) a Python script with no extension and no "#!" line (python3 train): code;
 #  (n) two checkouts whose `abs` links point to two scratch copies of one data set, read through
 #      os.path.realpath: the same names and bytes, no difference (a note pairs them); a file
-#      changed in one copy is named as changed, not as read by one run only.
+#      changed in one copy is named as changed, not as read by one run only;
+#  (o) a table the script reads by a fixed absolute path outside its working directory, with no
+#      --data-dir (/data/train.csv): recorded by size and time only; grown between two records, it
+#      is said (not counted) and the first likely cause names it, its size, its line and the
+#      --data-dir that compares its bytes, never "same inputs"; recorded with that --data-dir, a
+#      change is named with its lines; rewritten with the same bytes, no difference.
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 [[ -f "$(dirname "$REPRUN")/libreprun_preload.so" ]] || fail "the preload library was not built beside $REPRUN"
@@ -253,4 +258,39 @@ echo 99 >>n/sB/ds/p2.csv
 expect_rc 1 "$REPRUN" diff n/pa/A/run-1 n/pb/C/run-1
 grep -qF "[dataset] $T/n/sA/ds/p2.csv: 8 -> 9 lines; the first 8 are identical (1 appended)" "$T/out" ||
   fail "(n) a file changed in one copy: $(cat "$T/out")"
+
+# (o) $T/o/store/t.csv read by its absolute path from o/p, grown by one line between two records.
+mkdir -p o/store o/p
+seq 1 30 >o/store/t.csv
+printf 'import sys\nrows = open(sys.argv[1] if len(sys.argv) > 1 else "%s/o/store/t.csv").read().split()\nprint(sum(int(x) for x in rows))\n' "$T" >o/p/t.py
+cd o/p
+record A "$PY" t.py
+[[ $(class_of A/run-1 "$T/o/store/t.csv") == other ]] || fail "(o) the outside table: $(grep t.csv A/run-1/inputs.jsonl)"
+echo 31 >>../store/t.csv
+record B "$PY" t.py
+expect_rc 1 "$REPRUN" diff A/run-1 B/run-1
+grep -qF "inputs.files.$T/o/store/t.csv: 81 bytes -> 84 bytes (read outside the places of data (opened at t.py:2)" "$T/out" ||
+  fail "(o) the outside table not said: $(cat "$T/out")"
+sed -n '/^Likely cause/,$p' "$T/out" >causes.txt
+grep -qF "1. files the program read outside the places of data changed between the runs (recorded by size and time only, their bytes not compared): $T/o/store/t.csv (81 -> 84 bytes, opened at t.py:2)" causes.txt ||
+  fail "(o) the first cause: $(cat causes.txt)"
+grep -qF "fix: record both runs with --data-dir $T/o/store so that diff compares their bytes" causes.txt ||
+  fail "(o) the fix: $(cat causes.txt)"
+grep -qi "same inputs" causes.txt && fail "(o) a cause claims the same inputs: $(cat causes.txt)"
+# The fix works: recorded with --data-dir, the change is named with its lines and counted.
+"$REPRUN" exec -o C --runs 1 -q --data-dir "$T/o/store" -- "$PY" t.py >/dev/null 2>&1 || fail "(o) exec --data-dir C"
+echo 32 >>../store/t.csv
+"$REPRUN" exec -o D --runs 1 -q --data-dir "$T/o/store" -- "$PY" t.py >/dev/null 2>&1 || fail "(o) exec --data-dir D"
+expect_rc 1 "$REPRUN" diff C/run-1 D/run-1
+grep -qF "[dataset] $T/o/store/t.csv: 31 -> 32 lines; the first 31 are identical (1 appended)" "$T/out" ||
+  fail "(o) with --data-dir: $(cat "$T/out")"
+# Rewritten with the same bytes (another time): said, not counted; the runs identical.
+record E "$PY" t.py
+cp ../store/t.csv ../store/t.tmp && mv ../store/t.tmp ../store/t.csv && touch -d "+1 hour" ../store/t.csv
+record G "$PY" t.py
+expect_rc 0 "$REPRUN" diff E/run-1 G/run-1
+grep -q "^IDENTICAL" "$T/out" || fail "(o) the same bytes, another time: $(cat "$T/out")"
+grep -qF "inputs.files.$T/o/store/t.csv: 87 bytes -> 87 bytes, modified at another time" "$T/out" ||
+  fail "(o) the same bytes, another time, not said: $(cat "$T/out")"
+cd "$T"
 pass

@@ -393,3 +393,28 @@ TEST_CASE("cause: another Python interpreter, and one package upgraded, each cou
   CHECK_FALSE(mentions(d, "a different build"));
   CHECK_FALSE(mentions(d, "different library versions"));
 }
+
+TEST_CASE("cause: a file read outside the places of data that changed is named first, and no cause claims the same inputs") {
+  ojson a = {{"kind", "exec"}, {"program", {{"run_dir", "/w/run-1"}}}, {"inputs", {{"recorded", "reprun.files/3"}}}};
+  ojson b = {{"kind", "exec"}, {"program", {{"run_dir", "/v/run-1"}}}, {"inputs", {{"recorded", "reprun.files/3"}}}};
+  DiffResult r = different(DivergenceKind::computation, a, b);
+  auto d = diagnose(r);
+  REQUIRE_FALSE(d.empty());
+  CHECK(d[0].cause.find("same inputs and environment") != std::string::npos); // nothing else known to differ
+  CHECK(d[0].claims_same_inputs);
+  MetaDelta m;
+  m.key = "inputs.files./data/train.csv";
+  m.category = "dataset";
+  m.kind = MetaDelta::Kind::informational;
+  m.detail = "1,500 -> 1,520 bytes";
+  m.why = "read outside the places of data (opened at t.py:3): recorded by size and time only, its bytes not compared";
+  r.meta.push_back(m);
+  d = diagnose(r);
+  REQUIRE(d.size() == 2);
+  CHECK(d[0].cause == "files the program read outside the places of data changed between the runs (recorded by size "
+                      "and time only, their bytes not compared): /data/train.csv (1,500 -> 1,520 bytes, opened at t.py:3)");
+  CHECK(d[0].fix.find("record both runs with --data-dir /data so that diff compares their bytes") == 0);
+  CHECK(d[1].cause.find("thread-dependent or non-deterministic code in the program, if the files it read outside") == 0);
+  CHECK_FALSE(d[1].claims_same_inputs);
+  CHECK_FALSE(mentions(d, "same inputs"));
+}
