@@ -122,12 +122,15 @@ std::string describe_content_change(const ContentSummary& a, const ContentSummar
                            grouped(changed.front()), in_both);
       }
     }
+    // "; the first 1,500 are identical", "; the first line is identical", nothing for an empty file.
+    auto first_identical = [](long n) {
+      return n == 0 ? std::string() : n == 1 ? "; the first line is identical" : fmt::format("; the first {} are identical", grouped(n));
+    };
     if (line == a.lines && a.lines < b.lines) {
-      return fmt::format("{}; the first {} are identical ({} appended)", counts, grouped(a.lines), grouped(b.lines - a.lines));
+      return fmt::format("{}{} ({} appended)", counts, first_identical(a.lines), grouped(b.lines - a.lines));
     }
     if (line == b.lines && b.lines < a.lines) {
-      return fmt::format("{}; the first {} are identical ({} removed at the end)", counts, grouped(b.lines),
-                         grouped(a.lines - b.lines));
+      return fmt::format("{}{} ({} removed at the end)", counts, first_identical(b.lines), grouped(a.lines - b.lines));
     }
     if (exact || (known(a, line) && known(b, line))) {
       return fmt::format("{}; the first difference is at line {}", counts, grouped(line + 1));

@@ -76,6 +76,13 @@ TEST_CASE("Inputs: what changed in a text file is said from its digests") {
   // In the first block: no "the first 0 are identical".
   CHECK(describe_content_change(big, summary_of(t.path(), "g.csv", lines(1, 20000, 1))) ==
         "20,000 -> 20,000 lines; the first difference is in lines 1-64");
+  // One line kept, or none: said as such.
+  const ContentSummary one = summary_of(t.path(), "h.csv", lines(1, 1));
+  CHECK(describe_content_change(one, summary_of(t.path(), "i.csv", lines(1, 3))) ==
+        "1 -> 3 lines; the first line is identical (2 appended)");
+  CHECK(describe_content_change(summary_of(t.path(), "j.csv", lines(1, 3)), one) ==
+        "3 -> 1 lines; the first line is identical (2 removed at the end)");
+  CHECK(describe_content_change(summary_of(t.path(), "k.csv", ""), one) == "0 -> 1 lines (1 appended)");
 }
 
 TEST_CASE("Inputs: a code file's changed lines, each place apart") {
