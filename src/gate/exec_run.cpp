@@ -345,6 +345,24 @@ ExecPlan plan_exec(const ExecOptions& opt, const World& world) {
   if (plan.resume.empty() && !opt.resume_args.empty()) {
     throw Error("--resume-arg", "is for a resumed process: give --vary resume=N");
   }
+  // The places of data named: checked before any run (a run, then its record refused after it, would
+  // leave a run directory half made), and one that is not there refused (a mistyped folder would
+  // make nothing data, in silence).
+  for (const auto& [flag, dirs] : {std::pair{"--data-dir", &opt.data_dirs}, std::pair{"--stat-only", &opt.stat_only_dirs}}) {
+    for (const auto& d : *dirs) {
+      if (d.empty()) {
+        throw Error(flag, "an empty path: give a folder (" + std::string(flag) + " /datasets/x)");
+      }
+      if (!opt.record_inputs) {
+        throw Error(std::string(flag) + " " + d, "says how to record what the program read, which --no-inputs turns off");
+      }
+      if (std::error_code ec; !fs::exists(d, ec)) {
+        throw Error(std::string(flag) + " " + d, ec && ec != std::errc::no_such_file_or_directory
+                                                     ? "cannot be looked at: " + ec.message()
+                                                     : "no such folder (make it first if the program fills it)");
+      }
+    }
+  }
   // Argument files (the script itself, a config, a data set): hashed once, before the runs, through
   // the hash cache (a data file named in the arguments is not read again at every exec). An option
   // that names a file after "=" (--config=cfg.json) names a file too.

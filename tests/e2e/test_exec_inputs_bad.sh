@@ -14,7 +14,11 @@
 #      last line cut, the manifest's inputs section removed or of another type, its kind a number,
 #      the folder of code copies a link to another: diff refuses each with the file, the line and
 #      the key (before: a JSON library's type error naming nothing, a record dropped in silence,
-#      IDENTICAL, or a link followed).
+#      IDENTICAL, or a link followed);
+#  (g) --data-dir or --stat-only empty, naming no folder, or given with --no-inputs: one error line
+#      naming the option, exit 2, before the program runs and with no run directory made (before: an
+#      empty one ran the program, then failed with a file system error naming nothing, its run
+#      directory left half made; a mistyped one made nothing data, in silence).
 source "$(dirname "$0")/lib.sh"
 PY=$(command -v python3) || skip "no python3"
 
@@ -161,4 +165,17 @@ expect_error "h/run-1/code: is a symbolic link; reprun does not follow links ins
   "$REPRUN" diff "$T/g/run-1" "$T/h/run-1"
 rm -rf "$T/f" && cp -r "$T/e" "$T/f" && edit "$T/f/run-1" 'pass'
 expect_rc 0 "$REPRUN" diff "$T/e/run-1" "$T/f/run-1" # the edit alone (inputs_log removed) changes nothing
+
+# (g) the places of data named wrongly: refused before the program runs.
+printf 'open("ran", "w").write("1")\n' >mark.py
+for args in "--data-dir|--data-dir: an empty path: give a folder" "--data-dir $T/nowhere|--data-dir $T/nowhere: no such folder" \
+  "--stat-only $T/nowhere/x|--stat-only $T/nowhere/x: no such folder" \
+  "--no-inputs --data-dir $T|--data-dir $T: says how to record what the program read, which --no-inputs turns off"; do
+  IFS='|' read -r opts said <<<"$args"
+  read -ra words <<<"$opts"
+  [[ ${#words[@]} == 1 ]] && words+=("") # --data-dir ''
+  rm -rf "$T/g2" ran
+  expect_error "^reprun: error: $said" "$REPRUN" exec -o "$T/g2" --runs 1 -q "${words[@]}" -- "$PY" mark.py
+  [[ ! -e ran && ! -e $T/g2 ]] || fail "(g) $opts: the program ran or a run directory was made: $(ls "$T/g2" 2>&1)"
+done
 pass
