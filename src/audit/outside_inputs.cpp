@@ -114,13 +114,14 @@ std::vector<MetaDelta> outside_changes(const std::map<std::string, InputFile>& o
     d.a = grouped(x.size) + " bytes";
     d.b = grouped(y.size) + " bytes";
     const bool same_size = x.size == y.size;
+    const std::string opened = opened_phrase(y.opened_by.empty() ? x.opened_by : y.opened_by);
+    const std::string at = opened.empty() ? "" : ", " + opened;
     if (same_size) {
       d.b += ", modified at another time";
-      d.detail = fmt::format("the same size ({} bytes), modified at another time", grouped(x.size));
+      d.detail = fmt::format("the same size ({} bytes), modified at another time{}", grouped(x.size), at);
     } else {
-      d.detail = fmt::format("{} -> {} bytes", grouped(x.size), grouped(y.size));
+      d.detail = fmt::format("{} -> {} bytes{}", grouped(x.size), grouped(y.size), at);
     }
-    const std::string opened = opened_phrase(y.opened_by.empty() ? x.opened_by : y.opened_by);
     d.why = fmt::format("{}{}: recorded by size and time only, its bytes not compared; record both runs with "
                         "--data-dir {} to compare them",
                         k_outside_why, opened.empty() ? "" : " (" + opened + ")", parent_of_path(path));
@@ -141,10 +142,7 @@ std::string outside_changed(const DiffResult& r, size_t most) {
   std::vector<std::string> named;
   for (const auto& m : r.meta) {
     if (is_outside_change(m)) {
-      const size_t open = m.why.find(" (opened ");
-      const size_t close = open == std::string::npos ? open : m.why.find("):", open);
-      const std::string opened = close == std::string::npos ? "" : ", " + m.why.substr(open + 2, close - open - 2);
-      named.push_back(fmt::format("{} ({}{})", m.key.substr(13), m.detail, opened));
+      named.push_back(fmt::format("{} ({})", m.key.substr(13), m.detail));
     }
   }
   std::string s;

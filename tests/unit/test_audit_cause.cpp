@@ -406,7 +406,7 @@ TEST_CASE("cause: a file read outside the places of data that changed is named f
   m.key = "inputs.files./data/train.csv";
   m.category = "dataset";
   m.kind = MetaDelta::Kind::informational;
-  m.detail = "1,500 -> 1,520 bytes";
+  m.detail = "1,500 -> 1,520 bytes, opened at t.py:3";
   m.why = "read outside the places of data (opened at t.py:3): recorded by size and time only, its bytes not compared";
   r.meta.push_back(m);
   d = diagnose(r);

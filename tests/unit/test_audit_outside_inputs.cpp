@@ -67,14 +67,14 @@ TEST_CASE("Outside inputs: files both runs read elsewhere whose size or time dif
   REQUIRE(d.size() == 3);
   CHECK(more == 0);
   CHECK(d[0].key == "inputs.files./data/b.csv");
-  CHECK(d[0].detail == "10 -> 12 bytes");
+  CHECK(d[0].detail == "10 -> 12 bytes, opened at train.py:4");
   CHECK(d[0].kind == MetaDelta::Kind::informational);
   CHECK(d[0].category == "dataset");
   CHECK(d[0].why == "read outside the places of data (opened at train.py:4): recorded by size and time only, its "
                     "bytes not compared; record both runs with --data-dir /data to compare them");
   CHECK(d[1].key == "inputs.files./data/sub/d.bin");
   CHECK(d[2].key == "inputs.files./data/a.csv");
-  CHECK(d[2].detail == "the same size (10 bytes), modified at another time");
+  CHECK(d[2].detail == "the same size (10 bytes), modified at another time, opened at train.py:4");
   for (const auto& m : d) {
     CHECK(is_outside_change(m));
   }

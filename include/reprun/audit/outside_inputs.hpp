@@ -31,7 +31,8 @@ bool outside_place(std::string_view path);
 
 // One informational delta (category "dataset") for each file both runs read outside the places of data
 // whose size or time differs (`oa`, `ob`: the "other" files each run read, by path), those whose size
-// differs first, at most `most`; `more` receives how many were left out.
+// differs first, at most `most`; `more` receives how many were left out. Its `detail` says what
+// differs and where the file was opened ("692 -> 696 bytes, opened at t3.py:2").
 std::vector<MetaDelta> outside_changes(const std::map<std::string, InputFile>& oa,
                                        const std::map<std::string, InputFile>& ob, size_t most, size_t& more);
 
