@@ -20,8 +20,6 @@ namespace reprun {
 using ojson = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-namespace {
-
 std::string grouped(long long n) {
   const std::string digits = std::to_string(n < 0 ? -n : n);
   std::string s = n < 0 ? "-" : "";
@@ -33,6 +31,8 @@ std::string grouped(long long n) {
   }
   return s;
 }
+
+namespace {
 
 // A key prefix: "inputs" covers "inputs.files.x", and a folder covers its files ("inputs.files.samples"
 // covers "inputs.files.samples/001.npy").

@@ -2,6 +2,7 @@
 // include/reprun/audit/outside_inputs.hpp.
 #include "reprun/audit/outside_inputs.hpp"
 
+#include "reprun/audit/inputs_diff.hpp"
 #include "reprun/meta/inputs.hpp"
 
 #include <algorithm>
@@ -17,18 +18,6 @@ namespace {
 constexpr std::array<std::string_view, 16> k_system = {"/usr",  "/lib", "/lib32", "/lib64", "/libx32", "/bin",
                                                        "/sbin", "/etc", "/proc",  "/sys",   "/dev",    "/run",
                                                        "/var",  "/boot", "/snap", "/nix"};
-
-std::string grouped(uint64_t n) {
-  const std::string digits = std::to_string(n);
-  std::string s;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) {
-      s += ',';
-    }
-    s += digits[i];
-  }
-  return s;
-}
 
 // "opened at t3.py:2" for a Python process's record ("python3.11 (t3.py:2)"), else "opened by sort".
 std::string opened_phrase(const std::string& opened_by) {
@@ -111,16 +100,17 @@ std::vector<MetaDelta> outside_changes(const std::map<std::string, InputFile>& o
     d.category = "dataset";
     d.rank = 1;
     d.kind = MetaDelta::Kind::informational;
-    d.a = grouped(x.size) + " bytes";
-    d.b = grouped(y.size) + " bytes";
+    const std::string size_a = grouped(static_cast<long long>(x.size)), size_b = grouped(static_cast<long long>(y.size));
+    d.a = size_a + " bytes";
+    d.b = size_b + " bytes";
     const bool same_size = x.size == y.size;
     const std::string opened = opened_phrase(y.opened_by.empty() ? x.opened_by : y.opened_by);
     const std::string at = opened.empty() ? "" : ", " + opened;
     if (same_size) {
       d.b += ", modified at another time";
-      d.detail = fmt::format("the same size ({} bytes), modified at another time{}", grouped(x.size), at);
+      d.detail = fmt::format("the same size ({} bytes), modified at another time{}", size_a, at);
     } else {
-      d.detail = fmt::format("{} -> {} bytes{}", grouped(x.size), grouped(y.size), at);
+      d.detail = fmt::format("{} -> {} bytes{}", size_a, size_b, at);
     }
     d.why = fmt::format("{}{}: recorded by size and time only, its bytes not compared; record both runs with "
                         "--data-dir {} to compare them",

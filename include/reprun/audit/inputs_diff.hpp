@@ -26,6 +26,9 @@ std::string differing_inputs(const DiffResult& r, size_t most = 3);
 // the earlier run, which reads it as it is now, cannot reproduce it. "" when none.
 std::string input_changed_between(const DiffResult& r);
 
+// A count as a report writes it: "1,520".
+std::string grouped(long long n);
+
 struct ContentSummary;
 // "1,500 -> 1,520 lines; the first 1,500 are identical (20 appended)", for two summaries that differ.
 std::string describe_content_change(const ContentSummary& a, const ContentSummary& b);
