@@ -440,15 +440,14 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
   std::sort(paths.begin(), paths.end());
   // Files both read outside the places of data, whose size or time differ (outside_inputs.hpp): said,
   // not counted.
-  constexpr size_t k_outside_most = 20;
-  size_t outside_more = 0;
-  std::vector<MetaDelta> outside = outside_changes(oa, ob, k_outside_most, outside_more);
+  const std::vector<OutsidePair> outside = outside_pairs(oa, ob);
   // --ignore-meta inputs.files.PATH names a file or folder of inputs.jsonl (the manifest holds only
   // their digest): one that matches none of either run's would ignore nothing, in silence.
   for (const auto& p : opt.ignore_meta) {
     if (p.rfind("inputs.files.", 0) == 0 &&
         std::none_of(paths.begin(), paths.end(), [&](const std::string& path) { return has_prefix("inputs.files." + path, p); }) &&
-        std::none_of(outside.begin(), outside.end(), [&](const MetaDelta& m) { return has_prefix(m.key, p); })) {
+        std::none_of(outside.begin(), outside.end(),
+                     [&](const OutsidePair& o) { return has_prefix("inputs.files." + o.a->path, p); })) {
       std::vector<std::string> keys;
       for (const auto& path : paths) {
         keys.push_back("inputs.files." + path);
@@ -667,7 +666,18 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       }
     }
   }
-  for (auto& d : outside) {
+  // Listed: 20 whose size differs, 3 whose time alone does (a data set touched again, which is no
+  // difference when the runs agree); the rest counted in a note.
+  constexpr size_t k_outside_sized = 20, k_outside_timed = 3;
+  size_t sized = 0, timed = 0, unlisted = 0;
+  for (const OutsidePair& o : outside) {
+    const bool size_differs = o.a->size != o.b->size;
+    size_t& listed = size_differs ? sized : timed;
+    if (listed++ >= (size_differs ? k_outside_sized : k_outside_timed)) {
+      ++unlisted;
+      continue;
+    }
+    MetaDelta d = outside_delta(o);
     for (const auto& p : opt.ignore_meta) {
       if (has_prefix(d.key, p)) {
         d.kind = MetaDelta::Kind::ignored;
@@ -675,10 +685,10 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
     }
     r.meta.push_back(std::move(d));
   }
-  if (outside_more > 0) {
+  if (unlisted > 0) {
     r.notes.push_back(fmt::format("{} more files read outside the places of data differ in size or time between the "
                                   "runs (not listed; their bytes were not compared)",
-                                  outside_more));
+                                  unlisted));
   }
   if (!stat_only_touched.empty()) {
     r.notes.push_back(fmt::format("{} {} recorded by size and time only (--stat-only): the same size in both runs, "

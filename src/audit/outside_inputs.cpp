@@ -82,9 +82,9 @@ bool outside_place(std::string_view path) {
   return true;
 }
 
-std::vector<MetaDelta> outside_changes(const std::map<std::string, InputFile>& oa,
-                                       const std::map<std::string, InputFile>& ob, size_t most, size_t& more) {
-  std::vector<MetaDelta> sized, timed; // the size differs; the same size, another time
+std::vector<OutsidePair> outside_pairs(const std::map<std::string, InputFile>& oa,
+                                      const std::map<std::string, InputFile>& ob) {
+  std::vector<OutsidePair> sized, timed; // the size differs; the same size, another time
   for (const auto& [path, x] : oa) {
     const auto it = ob.find(path);
     if (it == ob.end() || !outside_place(path)) {
@@ -95,32 +95,34 @@ std::vector<MetaDelta> outside_changes(const std::map<std::string, InputFile>& o
         (x.size == y.size && x.mtime_ns == y.mtime_ns)) {
       continue;
     }
-    MetaDelta d;
-    d.key = "inputs.files." + path;
-    d.category = "dataset";
-    d.rank = 1;
-    d.kind = MetaDelta::Kind::informational;
-    const std::string size_a = grouped(static_cast<long long>(x.size)), size_b = grouped(static_cast<long long>(y.size));
-    d.a = size_a + " bytes";
-    d.b = size_b + " bytes";
-    const bool same_size = x.size == y.size;
-    const std::string opened = opened_phrase(y.opened_by.empty() ? x.opened_by : y.opened_by);
-    const std::string at = opened.empty() ? "" : ", " + opened;
-    if (same_size) {
-      d.b += ", modified at another time";
-      d.detail = fmt::format("the same size ({} bytes), modified at another time{}", size_a, at);
-    } else {
-      d.detail = fmt::format("{} -> {} bytes{}", size_a, size_b, at);
-    }
-    d.why = fmt::format("{}{}: recorded by size and time only, its bytes not compared; record both runs with "
-                        "--data-dir {} to compare them",
-                        k_outside_why, opened.empty() ? "" : " (" + opened + ")", parent_of_path(path));
-    (same_size ? timed : sized).push_back(std::move(d));
+    (x.size == y.size ? timed : sized).push_back({&x, &y});
   }
-  sized.insert(sized.end(), std::make_move_iterator(timed.begin()), std::make_move_iterator(timed.end()));
-  more = sized.size() > most ? sized.size() - most : 0;
-  sized.resize(std::min(sized.size(), most));
+  sized.insert(sized.end(), timed.begin(), timed.end());
   return sized;
+}
+
+MetaDelta outside_delta(const OutsidePair& p) {
+  const InputFile& x = *p.a;
+  const InputFile& y = *p.b;
+  MetaDelta d;
+  d.key = "inputs.files." + x.path;
+  d.category = "dataset";
+  d.rank = 1;
+  d.kind = MetaDelta::Kind::informational;
+  const std::string size_a = grouped(static_cast<long long>(x.size)), size_b = grouped(static_cast<long long>(y.size));
+  d.a = size_a + " bytes";
+  d.b = size_b + " bytes";
+  const std::string opened = opened_phrase(y.opened_by.empty() ? x.opened_by : y.opened_by);
+  const std::string at = opened.empty() ? "" : ", " + opened;
+  if (x.size == y.size) {
+    d.b += ", modified at another time";
+    d.detail = fmt::format("the same size ({} bytes), modified at another time{}", size_a, at);
+  } else {
+    d.detail = fmt::format("{} -> {} bytes{}", size_a, size_b, at);
+  }
+  d.why = fmt::format("{}{}: its bytes not compared (--data-dir {} compares them)", k_outside_why,
+                      opened.empty() ? "" : " (" + opened + ")", parent_of_path(x.path));
+  return d;
 }
 
 bool is_outside_change(const MetaDelta& m) {

@@ -29,14 +29,22 @@ constexpr std::string_view k_outside_why = "read outside the places of data";
 // Whether an absolute path lies outside the system's, interpreters' and hidden folders (above).
 bool outside_place(std::string_view path);
 
-// One informational delta (category "dataset") for each file both runs read outside the places of data
-// whose size or time differs (`oa`, `ob`: the "other" files each run read, by path), those whose size
-// differs first, at most `most`; `more` receives how many were left out. Its `detail` says what
-// differs and where the file was opened ("692 -> 696 bytes, opened at t3.py:2").
-std::vector<MetaDelta> outside_changes(const std::map<std::string, InputFile>& oa,
-                                       const std::map<std::string, InputFile>& ob, size_t most, size_t& more);
+// A file both runs read outside the places of data whose size or time differs: A's record and B's.
+struct OutsidePair {
+  const InputFile* a = nullptr;
+  const InputFile* b = nullptr;
+};
 
-// Whether a delta is one of outside_changes'.
+// Those files (`oa`, `ob`: the "other" files each run read, by path), those whose size differs first,
+// then by path: two pointers each, however many (a data set of a million files touched again).
+std::vector<OutsidePair> outside_pairs(const std::map<std::string, InputFile>& oa,
+                                      const std::map<std::string, InputFile>& ob);
+
+// The informational delta (category "dataset") that says one: its sizes, and in `detail` what differs
+// and where the file was opened ("692 -> 696 bytes, opened at t3.py:2").
+MetaDelta outside_delta(const OutsidePair& p);
+
+// Whether a delta is one of outside_delta's (and not ignored).
 bool is_outside_change(const MetaDelta& m);
 
 // For a sentence: "/data/train.csv (692 -> 696 bytes, opened at t3.py:2)", at most `most` of them
