@@ -32,6 +32,14 @@ std::string grouped(long long n) {
   return s;
 }
 
+std::string name_list(const std::vector<std::string>& v, size_t most) {
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < most; ++i) {
+    s += (i ? ", " : "") + v[i];
+  }
+  return v.size() > most ? s + fmt::format(" and {} more", v.size() - most) : s;
+}
+
 namespace {
 
 // A key prefix: "inputs" covers "inputs.files.x", and a folder covers its files ("inputs.files.samples"
@@ -41,13 +49,14 @@ bool has_prefix(const std::string& key, const std::string& p) {
                       (key[p.size()] == '.' || (key[p.size()] == '/' && p.rfind("inputs.files.", 0) == 0)));
 }
 
-std::string name_list(const std::vector<std::string>& v, size_t most) {
-  std::string s;
-  for (size_t i = 0; i < v.size() && i < most; ++i) {
-    s += (i ? ", " : "") + v[i];
+// `d`, ignored when --ignore-meta names its key or a prefix of it.
+MetaDelta named_ignored(MetaDelta d, const DiffOptions& opt) {
+  if (std::any_of(opt.ignore_meta.begin(), opt.ignore_meta.end(), [&](const std::string& p) { return has_prefix(d.key, p); })) {
+    d.kind = MetaDelta::Kind::ignored;
   }
-  return v.size() > most ? s + fmt::format(" and {} more", v.size() - most) : s;
+  return d;
 }
+
 
 // The lines whose digests differ but whose copies are the same: a credential's value, redacted in
 // both copies, changed there ("    4 ~ api_key = (redacted): its value changed"). Only where every
@@ -646,12 +655,7 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       }
       continue; // neither could be read: their notes say why
     }
-    for (const auto& p : opt.ignore_meta) {
-      if (has_prefix(d.key, p)) {
-        d.kind = MetaDelta::Kind::ignored;
-      }
-    }
-    r.meta.push_back(std::move(d));
+    r.meta.push_back(named_ignored(std::move(d), opt));
   }
   // A file read by one run only that its folder's listing names as added or removed (a data set
   // read through glob, one file removed): counted once, with the folder.
@@ -677,13 +681,7 @@ void compare_inputs(DiffResult& r, const std::string& a, const std::string& b, c
       ++unlisted;
       continue;
     }
-    MetaDelta d = outside_delta(o);
-    for (const auto& p : opt.ignore_meta) {
-      if (has_prefix(d.key, p)) {
-        d.kind = MetaDelta::Kind::ignored;
-      }
-    }
-    r.meta.push_back(std::move(d));
+    r.meta.push_back(named_ignored(outside_delta(o), opt));
   }
   if (unlisted > 0) {
     r.notes.push_back(fmt::format("{} more files read outside the places of data differ in size or time between the "

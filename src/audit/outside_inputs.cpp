@@ -137,11 +137,7 @@ std::string outside_changed(const DiffResult& r, size_t most) {
       named.push_back(fmt::format("{} ({})", m.key.substr(13), m.detail));
     }
   }
-  std::string s;
-  for (size_t i = 0; i < named.size() && i < most; ++i) {
-    s += (i ? ", " : "") + named[i];
-  }
-  return named.size() > most ? s + fmt::format(" and {} more", named.size() - most) : s;
+  return name_list(named, most);
 }
 
 std::string outside_folder(const DiffResult& r) {

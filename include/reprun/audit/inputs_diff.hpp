@@ -9,6 +9,7 @@
 #include "reprun/audit/diff.hpp"
 
 #include <string>
+#include <vector>
 
 namespace reprun {
 
@@ -28,6 +29,9 @@ std::string input_changed_between(const DiffResult& r);
 
 // A count as a report writes it: "1,520".
 std::string grouped(long long n);
+
+// "a, b, c and 4 more": the first `most` of `v`, and how many more.
+std::string name_list(const std::vector<std::string>& v, size_t most);
 
 struct ContentSummary;
 // "1,500 -> 1,520 lines; the first 1,500 are identical (20 appended)", for two summaries that differ.
