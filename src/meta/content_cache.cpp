@@ -3,6 +3,7 @@
 
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/core/hash.hpp"
+#include "reprun/core/lines.hpp"
 
 #include <algorithm>
 #include <array>
@@ -257,7 +258,7 @@ void FolderCache::load(const std::vector<std::string>& folders) {
     if (eol == std::string_view::npos || v.substr(0, eol) != std::string(k_folder_magic) + folder) {
       continue; // another format, or another folder's file under the same name
     }
-    f.entries.reserve(static_cast<size_t>(std::count(v.begin() + static_cast<long>(eol) + 1, v.end(), '\n')));
+    f.entries.reserve(count_newlines(v.substr(eol + 1)));
     for (size_t at = eol + 1; at < v.size(); at = eol + 1) {
       eol = v.find('\n', at);
       if (eol == std::string_view::npos) {

@@ -3,6 +3,7 @@
 
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
+#include "reprun/core/lines.hpp"
 #include "reprun/core/mapped_file.hpp"
 
 #include <algorithm>
@@ -264,7 +265,7 @@ LogText read_log_text(const std::string& path) {
 // fill holds zeros up to its newline's place, which it never wrote: the line that holds zeros is
 // what follows the last of them, and each such place counts as `cut`.
 template <class R, class F> void each_line(std::string_view v, long& cut, R&& reserve, F&& f) {
-  reserve(static_cast<size_t>(std::count(v.begin(), v.end(), '\n')));
+  reserve(count_newlines(v));
   for (size_t at = 0; at < v.size();) {
     const size_t eol = v.find('\n', at);
     if (eol == std::string_view::npos) {

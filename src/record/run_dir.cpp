@@ -5,6 +5,7 @@
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
 #include "reprun/core/hash.hpp"
+#include "reprun/core/lines.hpp"
 #include "reprun/record/steplog.hpp"
 
 #include <algorithm>
@@ -198,7 +199,7 @@ AppendLog::~AppendLog() {
 void AppendLog::append(const std::string& line) {
   write_all(m_fd, line, m_path);
   m_digest->update(line.data(), line.size());
-  m_records += static_cast<long>(std::count(line.begin(), line.end(), '\n'));
+  m_records += static_cast<long>(count_newlines(line));
 }
 
 LogFacts AppendLog::facts() const { return {m_records, "xxh3:" + hex64(m_digest->digest())}; }
@@ -213,7 +214,7 @@ AtomicLog::~AtomicLog() = default;
 void AtomicLog::write(std::string_view lines) {
   m_file->write(lines);
   m_digest->update(lines.data(), lines.size());
-  m_records += static_cast<long>(std::count(lines.begin(), lines.end(), '\n'));
+  m_records += static_cast<long>(count_newlines(lines));
 }
 
 LogFacts AtomicLog::commit() {
