@@ -8,7 +8,8 @@
  * never changes what the program sees: arguments, results, errno and environments pass untouched.
  * Files: this one (the session, the log, the hooks), line.c (a record's formatting), exec_target.c
  * (an exec's program: PATH search, static check, the child's environment), py_audit.c (a Python
- * process's audit hook in C: the program's line of each open), log_map.c and log_fd.c (the log).
+ * process's audit hook in C: the program's line of each open), log_map.c and log_fd.c (the log),
+ * cwd.c (the current directory a relative path is joined with, kept between records).
  *
  * The log, format reprun.files/3 (reprun reads /2 too, whose records lack ctime_ns; the version
  * lives here and in docs/ARCHITECTURE.md; the mapped form's header, log_map.h, names the form): one
@@ -57,8 +58,9 @@
  *   (py_audit.c), the program's line that opened it ("file:line", the file relative to the
  *   directory the capture started in when under it) or "import" (the import system: a module's
  *   source or .pyc). Escaped as path is.
- * - path: absolute, a relative path joined with the current directory or with dirfd's directory,
- *   symlinks and ".." left as they are; S: /proc/self/exe resolved; X: after the PATH search of
+ * - path: absolute, a relative path joined with the current directory (as getcwd last said it, kept
+ *   until a chdir, fchdir or chroot: cwd.h) or with dirfd's directory, symlinks and ".." left as
+ *   they are; S: /proc/self/exe resolved; X: after the PATH search of
  *   execvp, execvpe, execlp and posix_spawnp (not found in PATH: the name as given). A path that
  *   does not start with '/' (or is empty) is as the program gave it: its directory was unknown.
  *   Escaped so that a record stays one line: '\' -> "\\", TAB -> "\t", LF -> "\n", other bytes
@@ -106,6 +108,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "cwd.h"
 #include "exec_target.h"
 #include "line.h"
 #include "log_fd.h"
@@ -216,7 +219,7 @@ static void emit(Line* l) {
 /* The directory a relative path of dirfd starts from, into dir[PATH_MAX]; 0 when unknown. */
 static int base_dir(int dirfd, char* dir) {
   if (dirfd == AT_FDCWD) {
-    return getcwd(dir, PATH_MAX) != NULL;
+    return cwd_get(dir);
   }
   if (dirfd < 0) {
     return 0;
@@ -594,6 +597,7 @@ static void on_fork_child(void) {
   }
   int saved = errno;
   log_fd_forked();
+  cwd_forked();
   record_start();
   errno = saved;
 }

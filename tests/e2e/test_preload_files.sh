@@ -504,6 +504,99 @@ else
   echo "C calls part skipped: $calls_note"
 fi
 
+# The current directory the library joins relative paths with is kept between records (preload/cwd.h)
+# and asked again after every change it can see: chdir and fchdir; nftw with FTW_CHDIR and fts
+# without FTS_NOCHDIR, which change it inside glibc; a vfork child's chdir, in its parent's memory,
+# whose directory must not become its parent's. Each open of data.txt and rel.txt is named by the
+# directory it was opened in.
+cat >cwd.c <<'C'
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <fts.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void touch(const char* path) { close(open(path, O_RDONLY)); }
+static int visit(const char* path, const struct stat* st, int type, struct FTW* ftw) {
+  (void)st;
+  if (type == FTW_F && strcmp(path + ftw->base, "rel.txt") == 0) {
+    touch("rel.txt"); /* FTW_CHDIR: relative to the folder being walked */
+  }
+  return 0;
+}
+int main(void) {
+  touch("data.txt");
+  int top = open(".", O_RDONLY | O_DIRECTORY);
+  if (chdir("sub") != 0) return 1;
+  touch("rel.txt");
+  if (fchdir(top) != 0) return 1;
+  touch("data.txt");
+  if (nftw("sub", visit, 8, FTW_CHDIR | FTW_PHYS) != 0) return 1;
+  touch("data.txt");
+  pid_t v = vfork();
+  if (v == 0) {
+    _exit(chdir("sub") == 0 && open("rel.txt", O_RDONLY) >= 0 ? 0 : 1);
+  }
+  int status;
+  waitpid(v, &status, 0);
+  touch("data.txt");
+  char* roots[] = {"sub", NULL};
+  FTS* fts = fts_open(roots, FTS_PHYSICAL, NULL);
+  for (FTSENT* e; fts != NULL && (e = fts_read(fts)) != NULL;) {
+    if (e->fts_info == FTS_F && strcmp(e->fts_name, "rel.txt") == 0) {
+      touch(e->fts_accpath); /* relative to the folder fts changed into */
+    }
+  }
+  fts_close(fts);
+  touch("data.txt");
+  printf("vfork %d\n", WEXITSTATUS(status));
+  return 0;
+}
+C
+if [[ -n $calls_note ]]; then
+  echo "C current-directory part skipped: $calls_note"
+elif ! gcc -O2 -o cwd cwd.c 2>"$T/gcc.err"; then
+  fail "gcc cwd.c: $(head -c 300 "$T/gcc.err")"
+else
+  imports=$(nm -D --undefined-only cwd | awk '{print $2}' | sed 's/@.*//' | sort | tr '\n' ' ')
+  for fn in chdir fchdir nftw fts_open; do
+    [[ " $imports" == *" $fn "* ]] || fail "cwd does not call $fn: $imports"
+  done
+  with cwd ./cwd
+  plain cwd ./cwd
+  same_output cwd
+  pycheck "$T/cwd.log" <<'PY'
+main = R[0]
+got = [r.path[len(TP):] for r in R if r.pid == main.pid and r.ev == "O" and r.b >= 0
+       and r.path.endswith((b"data.txt", b"rel.txt"))]
+want = [b"/data.txt", b"/sub/rel.txt", b"/data.txt", b"/sub/rel.txt", b"/data.txt", b"/sub/rel.txt", b"/data.txt",
+        b"/sub/rel.txt", b"/data.txt"]
+check(got == want, f"each open named by the folder it was made in (chdir, fchdir, nftw, vfork, fts): {got}", R)
+PY
+fi
+cat >cwd.py <<'PY'
+import os, subprocess, threading
+open("data.txt").close()
+subprocess.run(["true"], cwd="sub", check=True)  # the child changes directory (vfork, then chdir)
+open("data.txt").close()
+os.chdir("sub")
+t = threading.Thread(target=lambda: open("rel.txt").close())
+t.start()
+t.join()
+os.chdir("..")
+open("data.txt").close()
+PY
+with cwdpy "$PY" cwd.py
+pycheck "$T/cwdpy.log" <<'PY'
+main = R[0]
+got = [r.path[len(TP):] for r in R if r.pid == main.pid and r.ev == "O" and r.b >= 0
+       and r.path.endswith((b"data.txt", b"rel.txt"))]
+check(got == [b"/data.txt", b"/data.txt", b"/sub/rel.txt", b"/data.txt"],
+      f"after a subprocess with cwd=, a thread's open after chdir, chdir back: {got}", R)
+PY
+
 # An exec whose environment drops the library or the log, or makes the log relative: X cleared, and
 # the child writes nothing.
 with cleared env -u LD_PRELOAD cat data.txt
