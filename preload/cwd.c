@@ -3,6 +3,7 @@
 #include "cwd.h"
 
 #include "log_fd.h"
+#include "real_fn.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -70,22 +71,9 @@ void cwd_forked(void) { changed(); }
 
 /* ---- Hooks: passed on, and what they change is asked again --------------------------------- */
 
-static void* real_fn(void* _Atomic* slot, const char* name) {
-  void* fn = atomic_load_explicit(slot, memory_order_acquire);
-  if (fn == NULL) {
-    fn = dlsym(RTLD_NEXT, name);
-    atomic_store_explicit(slot, fn, memory_order_release);
-  }
-  return fn;
-}
-#define REAL(type, name)            \
-  static void* _Atomic slot_##name; \
-  type fn = (type)real_fn(&slot_##name, #name)
-
 typedef int (*ChdirFn)(const char*);
 typedef int (*FchdirFn)(int);
 typedef int (*NftwFn)(const char*, int (*)(const char*, const struct stat*, int, struct FTW*), int, int);
-typedef int (*Nftw64Fn)(const char*, int (*)(const char*, const struct stat64*, int, struct FTW*), int, int);
 typedef FTS* (*FtsOpenFn)(char* const*, int, int (*)(const FTSENT**, const FTSENT**));
 typedef FTS64* (*Fts64OpenFn)(char* const*, int, int (*)(const FTSENT64**, const FTSENT64**));
 
@@ -103,8 +91,8 @@ static void unseen_end(void) {
   errno = saved;
 }
 
-EXPORT int chdir(const char* path) {
-  REAL(ChdirFn, chdir);
+/* chdir or chroot: each changes what a relative path names. */
+static int change(ChdirFn fn, const char* path) {
   if (fn == NULL) {
     errno = ENOSYS;
     return -1;
@@ -113,6 +101,16 @@ EXPORT int chdir(const char* path) {
   const int r = fn(path);
   unseen_end();
   return r;
+}
+
+EXPORT int chdir(const char* path) {
+  REAL(ChdirFn, chdir);
+  return change(fn, path);
+}
+
+EXPORT int chroot(const char* path) {
+  REAL(ChdirFn, chroot);
+  return change(fn, path);
 }
 
 EXPORT int fchdir(int fd) {
@@ -127,47 +125,32 @@ EXPORT int fchdir(int fd) {
   return r;
 }
 
-EXPORT int chroot(const char* path) {
-  REAL(ChdirFn, chroot);
+typedef int (*WalkFn)(const char*, const struct stat*, int, struct FTW*);
+typedef int (*Walk64Fn)(const char*, const struct stat64*, int, struct FTW*);
+_Static_assert(sizeof(struct stat) == sizeof(struct stat64), "nftw64's callback is nftw's (64-bit glibc)");
+
+static int walk(NftwFn fn, const char* dir, WalkFn f, int fds, int flags) {
   if (fn == NULL) {
     errno = ENOSYS;
     return -1;
   }
+  if (!(flags & FTW_CHDIR)) {
+    return fn(dir, f, fds, flags);
+  }
   unseen_begin();
-  const int r = fn(path);
+  const int r = fn(dir, f, fds, flags);
   unseen_end();
   return r;
 }
 
-EXPORT int nftw(const char* dir, int (*f)(const char*, const struct stat*, int, struct FTW*), int fds, int flags) {
+EXPORT int nftw(const char* dir, WalkFn f, int fds, int flags) {
   REAL(NftwFn, nftw);
-  if (fn == NULL) {
-    errno = ENOSYS;
-    return -1;
-  }
-  if (!(flags & FTW_CHDIR)) {
-    return fn(dir, f, fds, flags);
-  }
-  unseen_begin();
-  const int r = fn(dir, f, fds, flags);
-  unseen_end();
-  return r;
+  return walk(fn, dir, f, fds, flags);
 }
 
-EXPORT int nftw64(const char* dir, int (*f)(const char*, const struct stat64*, int, struct FTW*), int fds,
-                  int flags) {
-  REAL(Nftw64Fn, nftw64);
-  if (fn == NULL) {
-    errno = ENOSYS;
-    return -1;
-  }
-  if (!(flags & FTW_CHDIR)) {
-    return fn(dir, f, fds, flags);
-  }
-  unseen_begin();
-  const int r = fn(dir, f, fds, flags);
-  unseen_end();
-  return r;
+EXPORT int nftw64(const char* dir, Walk64Fn f, int fds, int flags) {
+  REAL(NftwFn, nftw64);
+  return walk(fn, dir, (WalkFn)f, fds, flags);
 }
 
 /* fts without FTS_NOCHDIR: fts_read changes the directory at will, until fts_close, in whichever

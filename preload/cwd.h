@@ -6,7 +6,7 @@
  * Asked again after every change this library can see: chdir, fchdir and chroot (hooked here and
  * passed on), in any thread, and in a vfork or clone child that shares this process's memory; not
  * kept at all while glibc may change the directory inside itself, where no hook sees it: nftw with
- * FTW_CHDIR (for the call) and fts without FTS_NOCHDIR (from fts_open to its fts_close). Kept only by
+ * FTW_CHDIR (for the call) and fts without FTS_NOCHDIR (from fts_open on). Kept only by
  * the process the log belongs to (a getpid at each keeping, which is rare), so that a vfork child's
  * directory never becomes its parent's. What it cannot see: a change by a raw system call
  * (syscall(SYS_chdir)), or the directory renamed while the program runs; a relative path is then

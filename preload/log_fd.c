@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "log_fd.h"
 #include "log_map.h"
+#include "real_fn.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -36,19 +37,6 @@ static ino_t g_ino;
 static rlim_t g_fsize = RLIM_INFINITY; /* RLIMIT_FSIZE when the log was opened */
 /* Set while this thread writes a record: it cannot wait for itself. */
 static __thread int t_writing __attribute__((tls_model("initial-exec")));
-
-/* The real functions, found with dlsym(RTLD_NEXT) at their first use. */
-static void* real_fn(void* _Atomic* slot, const char* name) {
-  void* fn = atomic_load_explicit(slot, memory_order_acquire);
-  if (fn == NULL) {
-    fn = dlsym(RTLD_NEXT, name);
-    atomic_store_explicit(slot, fn, memory_order_release);
-  }
-  return fn;
-}
-#define REAL(type, name)            \
-  static void* _Atomic slot_##name; \
-  type fn = (type)real_fn(&slot_##name, #name)
 
 typedef int (*OpenFn)(const char*, int, ...);
 typedef int (*CloseFn)(int);
