@@ -22,8 +22,9 @@ enum { k_empty = 0, k_filling = 1, k_kept = 2, k_mask = 3, k_step = 4 };
 static _Atomic uint64_t g_state = k_empty;
 static char g_dir[PATH_MAX];
 static _Atomic size_t g_len;
-/* Calls in flight that may change the directory inside glibc (nftw with FTW_CHDIR); and whether one
- * that may until the process ends was made (fts without FTS_NOCHDIR). Either: nothing kept. */
+/* Calls in flight that change the directory (chdir, fchdir, chroot) or may inside glibc (nftw with
+ * FTW_CHDIR); and whether one that may until the process ends was made (fts without FTS_NOCHDIR).
+ * Either: nothing kept. */
 static atomic_int g_unseen_calls;
 static atomic_int g_unseen_forever;
 
