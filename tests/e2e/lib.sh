@@ -26,6 +26,15 @@ skip() {
   exit 125
 }
 
+# own_tmpdir: TMPDIR for what the test runs, beside its folder (not in the program's working
+# directory), removed at exit. torchrun's agent makes a torchelastic_* folder in TMPDIR at each
+# launch and leaves it there.
+own_tmpdir() {
+  export TMPDIR="$T.tmp"
+  mkdir -p "$TMPDIR"
+  trap 'rm -rf "$TMPDIR"' EXIT
+}
+
 # run_rc CMD...: runs a command, stdout to $T/out, stderr to $T/err; sets RC.
 run_rc() {
   "$@" >"$T/out" 2>"$T/err"

@@ -11,6 +11,7 @@ PY=$(python_with torch) || skip "no python3 with torch"
 "$PY" -c "import sys, torch, torch.distributed as d, torch.distributed.run, numpy; sys.exit(0 if d.is_available() and int(torch.__version__.split('.')[0]) >= 2 else 1)" 2>/dev/null ||
   skip "torchrun is tested with torch 2.x (the torch2 leg); this python3 has torch $("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
 PORT=$("$PY" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+own_tmpdir # torchrun leaves a folder in TMPDIR at each launch
 
 cat >ddp.py <<'PYSRC'
 import os

@@ -10,6 +10,7 @@ nvidia-smi -L >/dev/null 2>&1 || skip "no NVIDIA GPU (nvidia-smi -L failed or is
 PY=$(python_with_cuda_torch) || skip "no python3 with a torch where torch.cuda.is_available() is True"
 "$PY" -c "import torch.distributed.run" 2>/dev/null || skip "no torch.distributed.run (torchrun)"
 PORT=$("$PY" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+own_tmpdir # torchrun leaves a folder in TMPDIR at each launch
 
 cat >ddp.py <<'PYSRC'
 import os
