@@ -61,16 +61,37 @@ static void put_tab(Line* l) { put_bytes(l, "\t", 1); }
 /* A byte that put_escaped writes as an escape. */
 static int needs_escape(unsigned char c) { return c < 0x20 || c == 0x7f || c == '\\'; }
 
+/* Where the bytes from s[i] that need no escape end (n when none does): eight at a time, then one by
+ * one from the word that holds one. A word has a byte under 0x20 when (x - 0x20..) & ~x has a high
+ * bit set, and a byte equal to c when x ^ c.. has a zero byte: both exact as to whether there is one
+ * (a borrow starts only at such a byte), so that no word with one is skipped. */
+static size_t plain_run_end(const char* s, size_t i, size_t n) {
+  const uint64_t ones = 0x0101010101010101ull;
+  const uint64_t highs = 0x8080808080808080ull;
+  while (n - i >= 8) {
+    uint64_t x;
+    memcpy(&x, s + i, sizeof x);
+    const uint64_t backslash = x ^ (ones * (unsigned char)'\\');
+    const uint64_t del = x ^ (ones * 0x7fu);
+    const uint64_t hit = ((x - ones * 0x20u) & ~x) | ((backslash - ones) & ~backslash) | ((del - ones) & ~del);
+    if ((hit & highs) != 0) {
+      break;
+    }
+    i += 8;
+  }
+  while (i < n && !needs_escape((unsigned char)s[i])) {
+    ++i;
+  }
+  return i;
+}
+
 /* An escape is never split: a byte whose escape does not fit ends the path there. The bytes between
  * escapes (all of a usual path) are copied a run at a time, as far as they fit. */
 void put_escaped(Line* l, const char* s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   size_t i = 0;
   while (i < n && !l->cut) {
-    size_t run = i;
-    while (run < n && !needs_escape((unsigned char)s[run])) {
-      ++run;
-    }
+    size_t run = plain_run_end(s, i, n);
     if (run > i) {
       const size_t room = (size_t)(l->end - l->p);
       if (run - i > room) {
