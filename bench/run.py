@@ -17,6 +17,7 @@ writes neither latest.json nor docs/performance.md, which hold the whole table.
 """
 import gzip
 import json
+import math
 import os
 import platform
 import re
@@ -62,10 +63,25 @@ def median(xs):
     return statistics.median(xs)
 
 
+def median_interval(xs):
+    """A 95% confidence interval of the median of xs, free of any assumption on their distribution: the
+    order statistics at ranks n/2 -/+ 1.96 sqrt(n)/2 (the binomial's normal approximation; 1-based),
+    so that a paired row says whether its target holds beyond the host's noise, not only its median."""
+    s = sorted(xs)
+    n = len(s)
+    half = 1.96 * math.sqrt(n) / 2
+    lo = max(1, math.floor(n / 2 - half))
+    hi = min(n, math.ceil(n / 2 + half + 1))
+    return [s[lo - 1], s[hi - 1]]
+
+
 def quartiles(r):
-    """", the pairs' quartiles Q1-Q3" of a paired row: how far its median can move on a noisy machine."""
+    """", the pairs' quartiles Q1-Q3" of a paired row: how far its median can move on a noisy machine;
+    and the median's 95% interval, when kept."""
     q = r.get("ratio_quartiles")
-    return f", pairs' quartiles {q[0]:.3f}-{q[1]:.3f}" if q else ""
+    ci = r.get("ratio_median_95")
+    out = f", pairs' quartiles {q[0]:.3f}-{q[1]:.3f}" if q else ""
+    return out + (f", the median's 95% interval {ci[0]:.3f}-{ci[1]:.3f}" if ci else "")
 
 
 def machine():
@@ -408,6 +424,7 @@ def bench_inputs(work, results):
                      "recorded_seconds": wall[True], "plain_seconds": wall[False], "pair_ratios": ratios,
                      "ratio": median(ratios), "added_ms": median(added), "wall_ratio": median(wall_ratios),
                      "ratio_quartiles": statistics.quantiles(ratios, n=4)[::2],
+                     "ratio_median_95": median_interval(ratios),
                      "recorded_cpu_median": median(cpu[True]), "plain_cpu_median": median(cpu[False]),
                      "target": INPUTS_TARGET}
     shutil.rmtree(base)
