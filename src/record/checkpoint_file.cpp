@@ -136,7 +136,10 @@ long read_checkpoint_bytes(const std::string& bytes, const std::string& path, co
   size_t off = p.payload_offset;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const ojson& e = list[i];
-    if (!e.is_object() || e.value("name", "") != tensors[i].name || !e.contains("count") ||
+    // Each key's type checked before its value is read: a name that is not a string is a mismatch,
+    // never nlohmann's type_error out of reprun.
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string() ||
+        e["name"].get_ref<const std::string&>() != tensors[i].name || !e.contains("count") ||
         !e["count"].is_number_unsigned() || e["count"].get<size_t>() != tensors[i].count) {
       throw Error(path, fmt::format("tensor {} does not match the model's '{}'", i, tensors[i].name));
     }

@@ -180,6 +180,10 @@ TEST_CASE("checkpoint: every message, word for word") {
   CHECK(edited([](auto& h) { h["tensors"][0]["count"] = "6"; }) ==
         path + ": tensor 0 does not match the model's 'dense_1.weight'");
   CHECK(edited([](auto& h) { h["tensors"][1] = 2; }) == path + ": tensor 1 does not match the model's 'dense_1.bias'");
+  // A name of another type (found by fuzz_checkpoint: nlohmann's type_error used to escape).
+  CHECK(edited([](auto& h) { h["tensors"][0]["name"] = 6; }) ==
+        path + ": tensor 0 does not match the model's 'dense_1.weight'");
+  CHECK(edited([](auto& h) { h["tensors"][1].erase("name"); }) == path + ": tensor 1 does not match the model's 'dense_1.bias'");
   // A header whose tensors need more values than its payload holds (SHA-256 and size still right).
   CHECK(error_of([&] {
           auto bytes = with_header(good, [](auto& h) { h["tensors"][1]["count"] = 3; });
