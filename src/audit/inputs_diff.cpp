@@ -223,7 +223,8 @@ std::string program_file(const ojson& m) {
                            : nullptr;
   if (files && files->is_array()) {
     for (const auto& f : *files) {
-      if (f.is_object() && f.value("index", -1L) == 0 && f.contains("path") && f["path"].is_string()) {
+      if (f.is_object() && f.contains("index") && f["index"].is_number_integer() && f["index"] == 0 && f.contains("path") &&
+          f["path"].is_string()) {
         return inputs_key(f["path"].get<std::string>(), working_directory(m));
       }
     }

@@ -33,7 +33,8 @@ void flatten(const ojson& j, const std::string& prefix, std::map<std::string, st
         // (the interpreter or executable itself under program.executable_file).
         for (const auto& f : *it) {
           if (f.is_object() && f.contains("path") && f["path"].is_string()) {
-            const bool exe = f.value("index", -1L) == 0;
+            const auto index = f.find("index"); // a number when reprun wrote it; any other value: not the executable
+            const bool exe = index != f.end() && index->is_number_integer() && *index == 0;
             out[exe ? "program.executable_file" : key + "." + f["path"].get<std::string>()] =
                 f.contains("sha256") ? f["sha256"].dump() : "null";
           }

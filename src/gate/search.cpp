@@ -231,7 +231,8 @@ private:
         got.value("trial", ojson()) != want["trial"]) {
       throw Error(run.path(), fmt::format("holds other values than trial {} of this search ({} here, {} planned); the "
                                           "search directory does not belong to this config",
-                                          t.k, got.value("values", ojson()).dump(), want["values"].dump()));
+                                          t.k, got.is_object() ? got.value("values", ojson()).dump() : got.dump(),
+                                          want["values"].dump()));
     }
   }
 
@@ -379,6 +380,32 @@ private:
 
 std::string absolute_path(const std::string& p) { return fs::absolute(p).lexically_normal().string(); }
 
+// The keys --resume reads from a search's manifest, of the types reprun wrote them with: one edited
+// since is refused naming the key, not met with the JSON library's message that names no file.
+void check_search_manifest_keys(const ojson& m, const std::string& mpath) {
+  auto need = [&](const std::string& key, bool ok, const char* what) {
+    if (!ok) {
+      throw Error(mpath, fmt::format("{}: is not {}, as reprun wrote it (the manifest was edited); restore it, or "
+                                     "start a new search",
+                                     key, what));
+    }
+  };
+  if (m.contains("config_file")) {
+    const ojson& cf = m["config_file"];
+    need("config_file", cf.is_object(), "an object");
+    for (const char* k : {"absolute", "sha256"}) {
+      need(fmt::format("config_file.{}", k), !cf.contains(k) || cf[k].is_string(), "a string");
+    }
+    need("config_file.overrides",
+         !cf.contains("overrides") || (cf["overrides"].is_array() &&
+                                       std::all_of(cf["overrides"].begin(), cf["overrides"].end(),
+                                                   [](const ojson& o) { return o.is_string(); })),
+         "a list of strings");
+  }
+  need("experiment_seed", !m.contains("experiment_seed") || m["experiment_seed"].is_number_unsigned(),
+       "a non-negative integer");
+}
+
 } // namespace
 
 SearchOutcome run_search(const SearchOptions& opt) {
@@ -398,6 +425,7 @@ SearchOutcome run_search(const SearchOptions& opt) {
     dir = SearchDir::open(opt.resume_dir);
     ojson m = dir->read_manifest();
     const std::string mpath = dir->file(SearchFile::manifest);
+    check_search_manifest_keys(m, mpath);
     const ojson cf = m.value("config_file", ojson::object());
     config_path = opt.config.empty() ? cf.value("absolute", "") : opt.config;
     const std::vector<std::string> recorded = cf.value("overrides", std::vector<std::string>());

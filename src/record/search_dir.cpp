@@ -78,7 +78,7 @@ ojson SearchDir::read_manifest() const {
   const std::string path = file(SearchFile::manifest);
   refuse_link(path);
   ojson m = read_json_object(path, "search manifest");
-  if (m.value("format", "") != k_search_format) {
+  if (const auto f = m.find("format"); f == m.end() || *f != k_search_format) { // a number there too: named, never thrown
     throw Error(path, fmt::format("format is {}, expected \"{}\"", m.contains("format") ? m["format"].dump() : "absent",
                                   k_search_format));
   }

@@ -65,6 +65,32 @@ void refuse_edited_config(const ojson& config, const ojson& manifest, const std:
   throw Error(mpath, named + ": " + why);
 }
 
+// The keys besides the config that a resume reads or extends, of the types reprun wrote them with:
+// a manifest edited since is refused naming the key, not met with the JSON library's message that
+// names no file.
+void check_resumed_keys(const ojson& m, const std::string& mpath) {
+  auto need = [&](const std::string& key, bool ok, const char* what) {
+    if (!ok) {
+      throw Error(mpath, fmt::format("{}: is not {}, as reprun wrote it (the manifest was edited); restore it, or "
+                                     "start a new run",
+                                     key, what));
+    }
+  };
+  auto strings = [&](const char* object, std::initializer_list<const char*> keys) {
+    if (!m.contains(object)) {
+      return;
+    }
+    need(object, m[object].is_object(), "an object");
+    for (const char* k : keys) {
+      need(fmt::format("{}.{}", object, k), !m[object].contains(k) || m[object][k].is_string(), "a string");
+    }
+  };
+  strings("config_file", {"path", "dir"});
+  strings("data", {"fingerprint"});
+  need("plan", !m.contains("plan") || m["plan"].is_object(), "an object");
+  need("resumes", !m.contains("resumes") || m["resumes"].is_array(), "a list");
+}
+
 // The config of a resumed or forked run: the source's, with --set changing execution settings
 // only (anything else would make the continuation another experiment).
 Config resumed_config(Session& s) {
@@ -73,6 +99,7 @@ Config resumed_config(Session& s) {
       !s.manifest.value("config_digest", ojson()).is_string()) {
     throw Error(mpath, "not a run of `reprun train`; only those can be resumed");
   }
+  check_resumed_keys(s.manifest, mpath);
   ojson doc = s.manifest["config"];
   refuse_edited_config(doc, s.manifest, mpath);
   ojson given_json; // the config given with --resume, resolved (null without one)
