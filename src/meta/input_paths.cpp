@@ -95,6 +95,9 @@ bool system_own_path(std::string_view p) {
 // The kernel's and the devices' files (/proc, /sys, /dev): their times and sizes say nothing of data.
 // Not /dev/shm, a file system of plain files where a data set may be put to be read fast.
 bool kernel_path(std::string_view p) {
+  if (p.size() < 4 || p[0] != '/' || (p[1] != 'p' && p[1] != 's' && p[1] != 'd')) {
+    return false; // most paths, at two bytes' cost
+  }
   return path_under(p, "/proc") || path_under(p, "/sys") || (path_under(p, "/dev") && !path_under(p, "/dev/shm"));
 }
 

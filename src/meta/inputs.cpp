@@ -216,6 +216,9 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       prefixes.push_back(e.path);
     }
   }
+  // Each Python process's (a DataLoader's workers: the same few): each looked for once per path.
+  std::sort(prefixes.begin(), prefixes.end());
+  prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
   // `by` opened it: a process's executable, with the program's line `where` when one is known.
   auto note_open = [&](std::string_view raw, bool folder, bool reads, bool writes, bool ok, bool created,
                        const FileEvent* fe, std::string_view by, std::string_view where) {
@@ -434,19 +437,56 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       read_in[dir].push_back(path.substr(dir.size() == 1 ? 1 : dir.size() + 1));
     }
   }
+  // Where each file lies (reprun's folders, an interpreter's, a data folder, a --stat-only one,
+  // named in the arguments), now that every name is known: an absolute path lies under a folder
+  // when it is that folder or its own folder lies under it (path_under's rule), so each folder's
+  // answer is kept (10,000 files of one folder: one look at its path, not 10,000).
+  struct Places {
+    bool own = false, interpreter = false, data_dir = false, stat_only = false, named = false;
+  };
+  auto places_here = [&](std::string_view p) {
+    return Places{under_any(p, opt.own_dirs), under_any(p, prefixes), under_any(p, opt.data_dirs),
+                  under_any(p, opt.stat_only_dirs), named_in_args(p)};
+  };
+  auto is_any = [](std::string_view p, const std::vector<std::string>& dirs) {
+    return std::any_of(dirs.begin(), dirs.end(), [&](std::string_view d) {
+      if (d.size() > 1 && d.back() == '/') {
+        d.remove_suffix(1); // as path_under
+      }
+      return !d.empty() && p == d;
+    });
+  };
+  std::unordered_map<std::string_view, Places> folder_places;
+  auto places_of = [&](std::string_view p) {
+    if (p.size() <= 1 || p[0] != '/') {
+      return places_here(p);
+    }
+    const auto [it, added] = folder_places.try_emplace(parent_of(p));
+    if (added) {
+      it->second = places_here(it->first);
+    }
+    Places r = it->second;
+    r.own = r.own || is_any(p, opt.own_dirs);
+    r.interpreter = r.interpreter || is_any(p, prefixes);
+    r.data_dir = r.data_dir || is_any(p, opt.data_dirs);
+    r.stat_only = r.stat_only || is_any(p, opt.stat_only_dirs);
+    r.named = r.named || named_set.count(p) > 0;
+    return r;
+  };
   std::vector<Seen*> to_hash, to_leave, to_leave_stat;
   for (Seen& s : files) {
     const std::string_view path = s.key;
     InputFile& f = *s.f;
     f.existed = s.ok_open && !s.created;
-    const bool named = named_in_args(path);
-    const bool own = under_any(path, opt.own_dirs);
-    const bool interpreter = under_any(path, prefixes);
+    const Places places = places_of(path);
+    const bool named = places.named;
+    const bool own = places.own;
+    const bool interpreter = places.interpreter;
     // A path the program gave going up from its folder (../data/t.csv, run from proj/src) names the
     // project's data as one under the working directory does; not the system's own, nor a hidden
     // folder beside the working directory's (../.cache).
     const bool up_data = s.up && !system_own_path(path) && !hidden_beside(path, opt.cwd);
-    const bool data_place = (path_under(path, opt.cwd) || named || under_any(path, opt.data_dirs) || up_data) &&
+    const bool data_place = (path_under(path, opt.cwd) || named || places.data_dir || up_data) &&
                             !own && !interpreter && !(hidden_below_cwd(path) && !named);
     if (own || interpreter || kernel_path(path)) {
       f.cls = "other"; // reprun's own files, the interpreter's, devices and the kernel's (/dev/null written)
@@ -467,11 +507,11 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       f.cls = "other";
     }
     if ((f.cls == "data" || f.cls == "code") && !f.folder && f.existed) {
-      f.stat_only = under_any(path, opt.stat_only_dirs);
+      f.stat_only = places.stat_only;
       to_hash.push_back(&s);
     }
     if (f.cls == "written" && !f.folder && data_place) {
-      f.stat_only = under_any(path, opt.stat_only_dirs); // its size and time only
+      f.stat_only = places.stat_only; // its size and time only
       to_leave.push_back(&s); // what the run made there, which a later run may read (a cache, a download)
     } else if (f.cls == "written" && !f.folder) {
       // Elsewhere (a library's cache in ~/.cache: Hugging Face's datasets), its size and time: a later
