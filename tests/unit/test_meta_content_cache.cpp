@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -189,4 +190,40 @@ TEST_CASE("Folder cache: a summary's one-line form reads back the same, and a li
   CHECK_FALSE(FolderCache::decode(line + " extra", 10, back));                     // a field too many
   CHECK_FALSE(FolderCache::decode("x " + std::string(64, 'a') + " 1 -", 10, back)); // another kind
   CHECK_FALSE(FolderCache::decode("b " + std::string(63, 'a') + " 1 -", 10, back)); // a short digest
+}
+
+TEST_CASE("Folder cache: an entry is found by its key's exact text only") {
+  testing::TempDir t;
+  const std::string cache = t / "cache";
+  const std::string folder = t / "data";
+  testing::write(folder + "/a.bin", std::string(100, '\2'));
+  testing::backdate(folder + "/a.bin");
+  const struct stat st = stat_of(folder + "/a.bin");
+  {
+    FolderCache c(cache);
+    c.load({folder});
+    c.store(folder, st, summarize_content(folder + "/a.bin"));
+    c.flush();
+  }
+  const std::string entry = fs::directory_iterator(cache + "/inputs-v1")->path().string();
+  const std::string whole = read_file(entry);
+  const size_t body = whole.find('\n') + 1;
+  const std::string key = fmt::format("{} {} {} {}", st.st_dev, st.st_ino, st.st_size,
+                                      st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
+  const int64_t ctime = st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
+  REQUIRE(whole.compare(body, key.size(), key) == 0);
+  const std::string summary = whole.substr(whole.find(' ', body + key.size() + 1)); // " b SHA ..."
+  ContentSummary got;
+  auto finds = [&](const std::string& key_text) {
+    testing::write(entry, whole.substr(0, body) + key_text + summary);
+    FolderCache c(cache);
+    c.load({folder});
+    return c.lookup(folder, st, got);
+  };
+  CHECK(finds(fmt::format("{} {}", key, ctime)));
+  CHECK_FALSE(finds(fmt::format("{} 0{}", key, ctime)));     // a leading zero: another text
+  CHECK_FALSE(finds(fmt::format("{} +{}", key, ctime)));     // a sign
+  CHECK_FALSE(finds(fmt::format("{} {} 0", key, ctime)));    // a field too many
+  CHECK_FALSE(finds(fmt::format("{} {}x", key, ctime)));     // not a number
+  CHECK_FALSE(finds(fmt::format("{} {}", key, ctime + 1)));  // another state
 }
