@@ -60,8 +60,9 @@ static PyObject* g_forward;
 /* The open this thread's Python announced last, until the next open takes it. Initial-exec TLS: no
  * allocation on first access (the library is preloaded). */
 typedef struct Pending {
-  uint64_t digest; /* of the path's bytes */
   size_t len;      /* of the path; 0: nothing announced */
+  char path[PATH_MAX]; /* its bytes, when len <= PATH_MAX (any path an open can take) */
+  uint64_t digest; /* of its bytes, when longer (an open that fails: ENAMETOOLONG) */
   int file_object; /* announced with a mode: a Python file object's open (py_audit.h) */
   size_t where_len;
   char where[k_where_max];
@@ -88,6 +89,21 @@ static uint64_t digest(const char* s, size_t n) {
     h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
   }
   return h;
+}
+
+/* Whether s[0..n) is all ASCII: eight bytes at a time. */
+static int is_ascii(const char* s, size_t n) {
+  uint64_t any = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, s + i, sizeof w);
+    any |= w;
+  }
+  for (; i < n; ++i) {
+    any |= (unsigned char)s[i];
+  }
+  return (any & 0x8080808080808080ull) == 0;
 }
 
 static int starts_with(const char* s, size_t n, const char* p, size_t pn) {
@@ -279,10 +295,7 @@ static void announce_open(PyObject* args) {
    * interpreter's own conversion (the file system encoding, surrogate escapes, os.PathLike,
    * bytes); an fd (an int) or anything else that names no path hands nothing on. */
   s = py.unicode_as_utf8_and_size(path, &n);
-  int ascii = s != NULL;
-  for (Py_ssize_t i = 0; ascii && i < n; ++i) {
-    ascii = (unsigned char)s[i] < 0x80;
-  }
+  int ascii = s != NULL && is_ascii(s, (size_t)n);
   if (!ascii) {
     py.err_clear();
     char* b = NULL;
@@ -305,7 +318,11 @@ static void announce_open(PyObject* args) {
   p->where_len = 0;
   find_where(p);
   if (p->where_len > 0) {
-    p->digest = digest(s, (size_t)n);
+    if ((size_t)n <= sizeof p->path) {
+      memcpy(p->path, s, (size_t)n);
+    } else {
+      p->digest = digest(s, (size_t)n);
+    }
     p->len = (size_t)n;
     /* ("Osi": path, mode, flags) from a file object; os.open's mode is None, which has no UTF-8. */
     PyObject* mode = py.tuple_size(args) >= 2 ? py.tuple_get_item(args, 1) : NULL;
@@ -345,7 +362,8 @@ size_t py_audit_take(const char* path, char* out, size_t cap, int* file_object) 
   size_t len = p->len;
   p->len = 0;
   size_t n = strlen(path);
-  if (n != len || digest(path, n) != p->digest || p->where_len > cap) {
+  const int same = n == len && (len <= sizeof p->path ? memcmp(path, p->path, len) == 0 : digest(path, n) == p->digest);
+  if (!same || p->where_len > cap) {
     return 0;
   }
   memcpy(out, p->where, p->where_len);

@@ -10,7 +10,7 @@
  * site-packages, reprun's python/), the directory cut from file names, and a dict in which the hook
  * sets "native" to say it is there. At an "open" event it finds the program's frame (the innermost
  * not under a prefix, not "<...>"), or the import system's (a module's source or .pyc), and leaves
- * it in a thread-local slot with a digest of the path's bytes; the open that follows in the same
+ * it in a thread-local slot with the path's bytes; the open that follows in the same
  * thread (Python opens with libc's open right after the event) takes it into its O record when its
  * path's bytes match. No I/O here: the record is the preload library's one write.
  *
