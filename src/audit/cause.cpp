@@ -241,12 +241,28 @@ private:
       } else if (run_kind(m_r.a.manifest) == "exec" && m_r.a.status == "complete" && m_r.b.status == "complete") {
         // A program that exits normally after fewer steps ran a shorter loop: nothing was cut.
         const bool a_shorter = m_r.a.lines < m_r.b.lines;
+        // The shorter run read, in the same bytes, files the other wrote: it went on from what it left.
+        std::vector<std::string> left;
+        for (const auto& m : m_r.meta) {
+          if (m.kind == MetaDelta::Kind::informational && m.key.rfind("inputs.files.", 0) == 0 &&
+              m.a == (a_shorter ? "read" : "written") && m.b == (a_shorter ? "written" : "read")) {
+            left.push_back(m.key.substr(13));
+          }
+        }
+        const char *shorter = a_shorter ? "A" : "B", *longer = a_shorter ? "B" : "A";
+        if (!left.empty()) {
+          add(0.3, fmt::format("run {} read {}, which run {} wrote (the same bytes): it went on from where {} ended, as from "
+                               "a checkpoint, and made {} optimizer steps against {}", shorter, name_list(left), longer,
+                               longer, a_shorter ? m_r.a.lines : m_r.b.lines, a_shorter ? m_r.b.lines : m_r.a.lines),
+              fmt::format("remove {} before each record, or give each run its own (exec replaces {{run_dir}} in the program's "
+                          "arguments: {{run_dir}}/{})", name_list(left), left[0].substr(left[0].rfind('/') + 1)));
+        }
         // When what the program read or was given differs, the number of steps follows from it.
         const bool inputs_differ = !material(m_r, "dataset").empty() || !material(m_r, "code").empty() ||
                                    !material(m_r, "arguments").empty() || !material(m_r, "configuration").empty();
         add(inputs_differ ? 3.5 : 0.5, fmt::format("the program made fewer optimizer steps in run {} ({} against {}) and exited normally: "
                              "its loop ended earlier",
-                             a_shorter ? "A" : "B", a_shorter ? m_r.a.lines : m_r.b.lines,
+                             shorter, a_shorter ? m_r.a.lines : m_r.b.lines,
                              a_shorter ? m_r.b.lines : m_r.a.lines),
             "find what decides the number of steps (epochs, a stopping rule, the data's length, an environment "
             "variable) and make it the same in both runs");

@@ -12,6 +12,9 @@
 #  (e) a numpy program whose order comes from a set of strings under --no-pin: PYTHONHASHSEED first,
 #      no torch advice; random.shuffle unseeded: Python's random named;
 #  (f) exec reports: the HTML names the program (not "config"), no built-in-only notes.
+#  (g) a script that resumes from its checkpoint when it is there, recorded twice in one folder:
+#      the second run read the checkpoint the first wrote and made no step; the first cause names
+#      the file and the run that wrote it, not only "its loop ended earlier".
 source "$(dirname "$0")/lib.sh"
 PY=$(python_with torch) || skip "no python3 with torch"
 line_of() { grep -n -- "$2" "$1" | head -1 | cut -d: -f1; }
@@ -158,5 +161,33 @@ PYSRC
 run_rc "$REPRUN" exec -o "$T/e2" -q -- "$PY" shuffle.py
 [[ $RC == 1 ]] || fail "(e) shuffle: exit $RC"
 grep -q "random.seed(SEED) for Python's random" "$T/out" || fail "(e) Python's random not named: $(cat "$T/out")"
+
+# (g)
+cat >resumes.py <<'PYSRC'
+import os
+import torch
+torch.manual_seed(0)
+m = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+start = 0
+if os.path.exists("ckpt.pt"):
+    s = torch.load("ckpt.pt")
+    m.load_state_dict(s["m"]); opt.load_state_dict(s["o"]); start = s["epoch"]
+x = torch.randn(16, 4)
+for epoch in range(start, 3):
+    loss = m(x).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+    torch.save({"m": m.state_dict(), "o": opt.state_dict(), "epoch": epoch + 1}, "ckpt.pt")
+PYSRC
+rm -f ckpt.pt
+expect_rc 0 "$REPRUN" exec --runs 1 -o "$T/g1" -q -- "$PY" resumes.py
+expect_rc 0 "$REPRUN" exec --runs 1 -o "$T/g2" -q -- "$PY" resumes.py
+rm -f ckpt.pt
+NO_COLOR=1 expect_rc 1 "$REPRUN" diff "$T/g1/run-1" "$T/g2/run-1"
+grep -m1 -A2 "^Likely cause" "$T/out" | grep -q "^  1. run B read ckpt.pt, which run A wrote (the same bytes): it went on from where A ended, as from a checkpoint, and made 0 optimizer steps against 3$" ||
+  fail "(g) the checkpoint B read is not the first cause: $(cat "$T/out")"
+grep -q "fix: remove ckpt.pt before each record, or give each run its own (exec replaces {run_dir} in the program's arguments: {run_dir}/ckpt.pt)" "$T/out" ||
+  fail "(g) fix: $(cat "$T/out")"
+grep -q "^  2. the program made fewer optimizer steps in run B (0 against 3)" "$T/out" || fail "(g) second cause: $(cat "$T/out")"
 
 pass
