@@ -60,7 +60,7 @@ long first_differing_record(const std::string& replay, const std::string& origin
 }
 
 // "PYTHONHASHSEED=0": the default pins exec set (not kept from the environment) that can change
-// what this program computes: PYTHONHASHSEED for a Python program, CUBLAS_WORKSPACE_CONFIG for one
+// what this program computes: PYTHONHASHSEED for one that ran Python, CUBLAS_WORKSPACE_CONFIG for one
 // that ran on CUDA. "" with --no-pin.
 std::string effective_pins(const ExecPlan& plan, const CheckResult& res) {
   if (!plan.opt.pin || res.runs.empty()) {
@@ -69,7 +69,10 @@ std::string effective_pins(const ExecPlan& plan, const CheckResult& res) {
   const ojson manifest = RunDir::open(res.runs.front().dir).read_manifest();
   std::string out;
   for (const auto& [name, value] : default_pins()) {
-    const bool applies = (name == "PYTHONHASHSEED" && !plan.interpreter.is_null()) ||
+    // Python: the program itself, or a process it started (the capture's framework facts: a shell
+    // script that runs python3).
+    const bool python = !plan.interpreter.is_null() || (manifest.contains("framework") && manifest["framework"].is_object());
+    const bool applies = (name == "PYTHONHASHSEED" && python) ||
                          (name == "CUBLAS_WORKSPACE_CONFIG" && ran_on_cuda(manifest));
     if (applies && !plan.base_env.count(name)) {
       out += (out.empty() ? "" : ", ") + name + "=" + value;

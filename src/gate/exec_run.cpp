@@ -399,7 +399,9 @@ ExecPlan plan_exec(const ExecOptions& opt, const World& world) {
   }
   plan.interpreter = interpreter_of(world, plan.exe);
   plan.base_env = world.environment();
-  if (opt.capture && !plan.interpreter.is_null()) {
+  // Every program: one that is not Python itself (a shell script, a launcher) may start Python
+  // processes (`cd sub && exec python3 train.py`), whose steps are the run's.
+  if (opt.capture) {
     plan.capture_dir = find_capture_package();
     if (plan.capture_dir.empty() && opt.on_note) {
       opt.on_note("reprun's Python package (sitecustomize.py, reprun_capture/) is not beside this binary nor "

@@ -15,6 +15,10 @@
 #  (g) a script that resumes from its checkpoint when it is there, recorded twice in one folder:
 #      the second run read the checkpoint the first wrote and made no step; the first cause names
 #      the file and the run that wrote it, not only "its loop ended earlier".
+#  (h) a shell script that starts the Python program (`cd sub && exec python3 ../train.py`): its
+#      optimizer steps are recorded (the capture is armed for every program, not only one that is
+#      Python itself), so that a diff names the step where two records part, and the changed data;
+#      a PASS names the PYTHONHASHSEED pin it held.
 source "$(dirname "$0")/lib.sh"
 PY=$(python_with torch) || skip "no python3 with torch"
 line_of() { grep -n -- "$2" "$1" | head -1 | cut -d: -f1; }
@@ -189,5 +193,32 @@ grep -m1 -A2 "^Likely cause" "$T/out" | grep -q "^  1. run B read ckpt.pt, which
 grep -q "fix: remove ckpt.pt before each record, or give each run its own (exec replaces {run_dir} in the program's arguments: {run_dir}/ckpt.pt)" "$T/out" ||
   fail "(g) fix: $(cat "$T/out")"
 grep -q "^  2. the program made fewer optimizer steps in run B (0 against 3)" "$T/out" || fail "(g) second cause: $(cat "$T/out")"
+
+# (h)
+mkdir -p wrap/sub
+printf '1 2 3 4\n5 6 7 8\n' >wrap/table.txt
+cat >wrap/train.py <<'PYSRC'
+import numpy as np
+import torch
+x = torch.from_numpy(np.loadtxt("../table.txt", dtype=np.float32))
+torch.manual_seed(0)
+m = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(m.parameters(), lr=0.01)
+for _ in range(3):
+    loss = m(x).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+PYSRC
+printf '#!/bin/sh\ncd sub && exec "$1" ../train.py\n' >wrap/run.sh
+chmod +x wrap/run.sh
+(cd wrap && expect_rc 0 "$REPRUN" exec --runs 1 -o "$T/h1" -- ./run.sh "$PY") || exit 1
+grep -q "^RECORDED: run-1 of the program in .* (3 step records, read 1 data file and 2 code files)" "$T/out" ||
+  fail "(h) the wrapped program's steps: $(cat "$T/out")"
+printf '1 2 3 4\n5 6 7 9\n' >wrap/table.txt
+(cd wrap && expect_rc 0 "$REPRUN" exec --runs 1 -o "$T/h2" -q -- ./run.sh "$PY") || exit 1
+NO_COLOR=1 expect_rc 1 "$REPRUN" diff "$T/h1/run-1" "$T/h2/run-1"
+grep -q "^DIFFERENT: runs part at step 1 (computation)" "$T/out" || fail "(h) no step compared: $(cat "$T/out")"
+grep -q "^  1. the training data changed (table.txt: line 2 changed (2 lines in both))" "$T/out" || fail "(h) data: $(cat "$T/out")"
+(cd wrap && expect_rc 0 "$REPRUN" exec -o "$T/h3" -q -- ./run.sh "$PY") || exit 1
+grep -q "^PASS: 2 runs of the program identical, with PYTHONHASHSEED=0 pinned" "$T/out" || fail "(h) pins: $(cat "$T/out")"
 
 pass
