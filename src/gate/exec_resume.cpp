@@ -168,13 +168,15 @@ ResumeRun exec_resumed_run(const ExecPlan& plan, int i, const std::string& dir, 
   const std::string run_label = replay.any() ? fmt::format("the replay of run-{}", i) : fmt::format("run-{}", i);
 
   // 1: killed at its first training forward after step N (by the capture), or once its own log
-  // shows step N (a program without the capture; N + 1 where the capture could have killed it).
+  // shows step N (a program without the capture; N + 1 where the capture could have killed it: a
+  // Python program's; one that is not Python itself, a shell script, keeps N, as its log may be its
+  // own steps with no Python under it).
   const RunDir killed = r.run.process(1);
   ProcessPlan kp;
   kp.number = 1;
   kp.env["REPRUN_KILL_AFTER_STEP"] = std::to_string(kill_at);
   kp.env["REPRUN_BOUNDARY_STEPS"] = std::to_string(kill_at); // its own states: the reference if run-1 differs
-  kp.kill_when_log_reaches = plan.capture_dir.empty() ? kill_at : kill_at + 1;
+  kp.kill_when_log_reaches = plan.capture_dir.empty() || plan.interpreter.is_null() ? kill_at : kill_at + 1;
   const ProcessResult pr1 = run_program(plan, r, kp, killed, ReplaySpec{});
   stop_if_interrupted(plan, r, pr1);
   const StepLogFacts log1 = collect_step_log(plan, killed, killed.file(RunFile::steps));
