@@ -67,11 +67,11 @@ std::string effective_pins(const ExecPlan& plan, const CheckResult& res) {
     return "";
   }
   const ojson manifest = RunDir::open(res.runs.front().dir).read_manifest();
+  // Python: the program itself, or a process it started (the capture's framework facts: a shell
+  // script that runs python3).
+  const bool python = !plan.interpreter.is_null() || (manifest.contains("framework") && manifest["framework"].is_object());
   std::string out;
   for (const auto& [name, value] : default_pins()) {
-    // Python: the program itself, or a process it started (the capture's framework facts: a shell
-    // script that runs python3).
-    const bool python = !plan.interpreter.is_null() || (manifest.contains("framework") && manifest["framework"].is_object());
     const bool applies = (name == "PYTHONHASHSEED" && python) ||
                          (name == "CUBLAS_WORKSPACE_CONFIG" && ran_on_cuda(manifest));
     if (applies && !plan.base_env.count(name)) {

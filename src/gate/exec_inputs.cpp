@@ -45,7 +45,7 @@ void add_recording_env(const ExecPlan& plan, const RunDir& files, std::map<std::
     env["REPRUN_FILES_LOG"] = fs::absolute(files.file(RunFile::files_log)).string();
   }
   if (!plan.files_python_dir.empty()) {
-    if (plan.capture_dir.empty()) { // a program that is not Python: its Python processes get the hook alone
+    if (plan.capture_dir.empty()) { // --no-capture: its Python processes get the hook alone
       auto pp = env.find("PYTHONPATH");
       env["PYTHONPATH"] = plan.files_python_dir + (pp == env.end() || pp->second.empty() ? "" : ":" + pp->second);
     }

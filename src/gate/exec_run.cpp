@@ -403,7 +403,7 @@ ExecPlan plan_exec(const ExecOptions& opt, const World& world) {
   // processes (`cd sub && exec python3 train.py`), whose steps are the run's.
   if (opt.capture) {
     plan.capture_dir = find_capture_package();
-    if (plan.capture_dir.empty() && opt.on_note) {
+    if (plan.capture_dir.empty() && !plan.interpreter.is_null() && opt.on_note) {
       opt.on_note("reprun's Python package (sitecustomize.py, reprun_capture/) is not beside this binary nor "
                   "under share/reprun/python: no automatic step log or op trace for this program");
     }
