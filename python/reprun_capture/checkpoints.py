@@ -96,6 +96,7 @@ class CheckpointWatch:
         self.events_path = env.get("REPRUN_EVENTS")
         self.boundary_steps = int(env.get("REPRUN_BOUNDARY_STEPS") or 0)
         self.kill_after = int(env["REPRUN_KILL_AFTER_STEP"]) if env.get("REPRUN_KILL_AFTER_STEP") else None
+        self.kill_group = env.get("REPRUN_KILL_GROUP") == "1"
         self.resume_saves = self._read_saves(env.get("REPRUN_RESUME_SAVES"))
         # A data-parallel job under --vary resume=N: each rank stops (waits) at its first training
         # forward after step N and says so in the events file; reprun kills every rank and the
@@ -525,7 +526,18 @@ class CheckpointWatch:
                 self.write({"event": "stop", "step": cap.step, "world_size": dist[1]})
                 while True:
                     time.sleep(3600)
-            os.kill(os.getpid(), signal.SIGKILL)
+            self.kill_program()
+
+    def kill_program(self):
+        """SIGKILL, as a preemption: under reprun exec (REPRUN_KILL_GROUP) the program's whole process
+        group, which exec made for it, so that a shell script that started this process is killed with
+        it rather than going on (or exiting 137 as if it had failed); else this process."""
+        if self.kill_group:
+            try:
+                os.killpg(os.getpgid(0), signal.SIGKILL)
+            except OSError:
+                pass
+        os.kill(os.getpid(), signal.SIGKILL)
 
     def at_backward(self):
         """A backward with no training forward of a module seen since the last step (a functional

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <filesystem>
 #include <fstream>
 #include <csignal>
 #include <map>
@@ -30,8 +31,9 @@ namespace {
 // program without reprun's capture, preempted after a step. Polls every 20 ms until `done`.
 class LogWatch {
 public:
-  LogWatch(const ExecPlan& plan, std::string path, long step, std::atomic<bool>& kill)
-      : m_plan(plan), m_path(std::move(path)), m_step(step), m_kill(kill) {
+  // `captured`: the framework facts file of reprun's capture, there once the capture has stepped.
+  LogWatch(const ExecPlan& plan, std::string path, std::string captured, long step, std::atomic<bool>& kill)
+      : m_plan(plan), m_path(std::move(path)), m_captured(std::move(captured)), m_step(step), m_kill(kill) {
     m_thread = std::thread([this] { watch(); });
   }
   ~LogWatch() {
@@ -44,7 +46,12 @@ public:
 private:
   void watch() {
     while (!m_done && !m_kill) {
-      if (last_step() >= m_step) {
+      // Once the capture has stepped in a process of the program, it kills the program itself at its
+      // first training forward after the step, when the program has saved that step's checkpoint:
+      // this watch then waits a step more, lest it cut the save short.
+      const long last = last_step();
+      std::error_code ec;
+      if (last >= m_step && (last > m_step || !std::filesystem::exists(m_captured, ec))) {
         m_kill = true;
         return;
       }
@@ -82,6 +89,7 @@ private:
   }
   const ExecPlan& m_plan;
   std::string m_path;
+  std::string m_captured;
   long m_step;
   std::atomic<bool>& m_kill;
   std::atomic<bool> m_done{false};
@@ -255,7 +263,8 @@ ProcessResult run_program(const ExecPlan& plan, RunInProgress& r, const ProcessP
   std::optional<LogWatch> watch;
   if (p.kill_when_log_reaches > 0) {
     spec.kill = &kill;
-    watch.emplace(plan, plan.loss_re ? spec.stdout_path : files.file(RunFile::steps), p.kill_when_log_reaches, kill);
+    watch.emplace(plan, plan.loss_re ? spec.stdout_path : files.file(RunFile::steps), files.file(RunFile::framework_facts),
+                  p.kill_when_log_reaches, kill);
   }
   r.job_stop = {};
   std::optional<StopWatch> job;

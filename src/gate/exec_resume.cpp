@@ -176,7 +176,10 @@ ResumeRun exec_resumed_run(const ExecPlan& plan, int i, const std::string& dir, 
   kp.number = 1;
   kp.env["REPRUN_KILL_AFTER_STEP"] = std::to_string(kill_at);
   kp.env["REPRUN_BOUNDARY_STEPS"] = std::to_string(kill_at); // its own states: the reference if run-1 differs
-  kp.kill_when_log_reaches = plan.capture_dir.empty() || plan.interpreter.is_null() ? kill_at : kill_at + 1;
+  // The capture kills the program's whole process group, as a preemption does: a shell script that
+  // started Python with it, not only the Python process.
+  kp.env["REPRUN_KILL_GROUP"] = "1";
+  kp.kill_when_log_reaches = kill_at;
   const ProcessResult pr1 = run_program(plan, r, kp, killed, ReplaySpec{});
   stop_if_interrupted(plan, r, pr1);
   const StepLogFacts log1 = collect_step_log(plan, killed, killed.file(RunFile::steps));

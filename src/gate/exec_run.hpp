@@ -73,7 +73,10 @@ struct ProcessPlan {
   std::map<std::string, std::string> env;   // added to the run's environment
   std::vector<std::string> extra_args;      // appended to the program's arguments ({run_dir} expanded)
   long kill_when_log_reaches = 0;           // > 0: SIGKILL once the program's own step log (or its stdout
-                                            // through --loss-regex) shows this step
+                                            // through --loss-regex) shows this step, or the next one
+                                            // once reprun's capture has stepped in a process of the
+                                            // program (its framework facts exist): the capture kills
+                                            // the program itself, after the program's save of that step
   bool append_output = false;               // stdout.txt and stderr.txt go on after an earlier process's
   // > 0: a data-parallel job of this many ranks to be stopped after a step (REPRUN_STOP_RANKS): once
   // every rank has written its "stop" event, or `stop_deadline` seconds after the first did, each

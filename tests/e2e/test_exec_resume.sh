@@ -10,7 +10,10 @@
 #  (d) a script whose uninterrupted runs already differ (threads varied) is run-to-run
 #      nondeterminism, not a resume defect;
 #  (e) a program without the capture (its own step log) is killed by its log and stitched by its
-#      step numbers, with no boundary table.
+#      step numbers, with no boundary table;
+#  (f) a shell script that starts a PyTorch script (not with exec, and going on after it): the
+#      capture kills the script's whole process group, as a preemption does, and a step log of the
+#      program's own does not have it killed before the save of step N.
 source "$(dirname "$0")/lib.sh"
 PY=$(python_with torch) || skip "no python3 with torch (apt-get install python3-torch)"
 S="$EX/python/train_resume.py"
@@ -167,4 +170,41 @@ grep -qE "^PASS: .*run-2 killed after step 25 and resumed from step (20|30): no 
 grep -qE "killed \(SIGKILL\) once its step log showed step 25 or later \(it had logged step (2[5-9]|3[0-9])\), resumed at step (21|31)" "$T/out" ||
   fail "(e) the kill and the resume are not described: $(cat "$T/out")"
 cmp -s "$T/np/run-1/steps.jsonl" "$T/np/run-2/steps.jsonl" || fail "(e) the stitched log differs from run-1's"
+
+# (f) through a shell script. wrapped.py saves every 10 steps, a while after it logs the step (with
+# --own-log, in REPRUN_STEP_LOG): killed at its log's step 20, it would resume from step 10.
+cat >wrapped.py <<'PYSRC'
+import json, os, sys, time
+import torch
+ckpt, own_log = sys.argv[1], "--own-log" in sys.argv
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(256, 8), torch.randn(256, 2)
+start = 0
+if os.path.exists(ckpt):
+    c = torch.load(ckpt)
+    model.load_state_dict(c["model"]); opt.load_state_dict(c["opt"]); start = c["step"]
+log = open(os.environ["REPRUN_STEP_LOG"], "a") if own_log else None
+for step in range(start + 1, 41):
+    b = slice((step * 16) % 256, (step * 16) % 256 + 16)
+    loss = torch.nn.functional.mse_loss(model(x[b]), y[b])
+    opt.zero_grad(); loss.backward(); opt.step()
+    if log:
+        log.write(json.dumps({"step": step, "loss": loss.item()}) + "\n"); log.flush()
+    if step % 10 == 0:
+        time.sleep(0.3)
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, ckpt)
+PYSRC
+printf '#!/bin/bash\n"%s" wrapped.py "$@"\necho "the script went on"\n' "$PY" >wrap.sh
+chmod +x wrap.sh
+for own in "" --own-log; do
+  run_rc "$REPRUN" exec -o "$T/wrap$own" -q --vary resume=20 -- ./wrap.sh '{run_dir}/c.pt' $own
+  [[ $RC == 0 ]] || fail "(f) wrap.sh $own: exit $RC: $(cat "$T/out") $(cat "$T/err")"
+  grep -q "^PASS: 2 runs of the program identical; run-2 killed after step 20 and resumed from step 20: every state restored" "$T/out" ||
+    fail "(f) wrap.sh $own: verdict: $(head -1 "$T/out")"
+  # run-2's output: the killed process's, then the resumed one's, which ends the script.
+  [[ $(grep -c "the script went on" "$T/wrap$own/run-2/stdout.txt") == 1 ]] ||
+    fail "(f) wrap.sh $own: the script went on after its Python process was killed: $(cat "$T/wrap$own/run-2/stdout.txt")"
+done
 pass
