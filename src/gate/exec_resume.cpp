@@ -167,10 +167,9 @@ ResumeRun exec_resumed_run(const ExecPlan& plan, int i, const std::string& dir, 
   const std::string flag = fmt::format("--vary resume={}", kill_at);
   const std::string run_label = replay.any() ? fmt::format("the replay of run-{}", i) : fmt::format("run-{}", i);
 
-  // 1: killed at its first training forward after step N (by the capture), or once its own log
-  // shows step N (a program without the capture; N + 1 where the capture could have killed it: a
-  // Python program's; one that is not Python itself, a shell script, keeps N, as its log may be its
-  // own steps with no Python under it).
+  // 1: killed at its first training forward after step N (by the capture, with its whole process
+  // group), or once its own log shows step N (a program without the capture; N + 1 once the capture
+  // has stepped in one of its processes, which then kills it first: ProcessPlan::kill_when_log_reaches).
   const RunDir killed = r.run.process(1);
   ProcessPlan kp;
   kp.number = 1;
