@@ -89,6 +89,26 @@ class _HashingWriter:
         return getattr(self._f, name)
 
 
+def _group_started_by(parent):
+    """The process group of the ancestor of this process (or this process) whose parent is `parent`:
+    the group reprun exec made for the program it started; None when no ancestor is its child."""
+    pid = os.getpid()
+    for _ in range(64):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+            fields = stat[stat.rindex(b")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ...
+            ppid, pgrp = int(fields[1]), int(fields[2])
+        except (OSError, ValueError, IndexError):
+            return None
+        if ppid == parent:
+            return pgrp
+        if ppid <= 1:
+            return None
+        pid = ppid
+    return None
+
+
 class CheckpointWatch:
     def __init__(self, cap, env):
         self.cap = cap
@@ -96,7 +116,8 @@ class CheckpointWatch:
         self.events_path = env.get("REPRUN_EVENTS")
         self.boundary_steps = int(env.get("REPRUN_BOUNDARY_STEPS") or 0)
         self.kill_after = int(env["REPRUN_KILL_AFTER_STEP"]) if env.get("REPRUN_KILL_AFTER_STEP") else None
-        self.kill_group = env.get("REPRUN_KILL_GROUP") == "1"
+        # Under reprun exec: its pid, the parent of the process it started for the program.
+        self.kill_group = int(env["REPRUN_KILL_GROUP"]) if (env.get("REPRUN_KILL_GROUP") or "").isdigit() else None
         self.resume_saves = self._read_saves(env.get("REPRUN_RESUME_SAVES"))
         # A data-parallel job under --vary resume=N: each rank stops (waits) at its first training
         # forward after step N and says so in the events file; reprun kills every rank and the
@@ -529,14 +550,21 @@ class CheckpointWatch:
             self.kill_program()
 
     def kill_program(self):
-        """SIGKILL, as a preemption: under reprun exec (REPRUN_KILL_GROUP) the program's whole process
-        group, which exec made for it, so that a shell script that started this process is killed with
-        it rather than going on (or exiting 137 as if it had failed); else this process."""
-        if self.kill_group:
-            try:
-                os.killpg(os.getpgid(0), signal.SIGKILL)
-            except OSError:
-                pass
+        """SIGKILL, as a preemption kills a job: under reprun exec (REPRUN_KILL_GROUP, exec's pid) the
+        process group exec made for the program, so that a shell script or a launcher (torchrun) that
+        started this process dies with it rather than going on, or exiting 137 or 1 as if it had
+        failed; then this process's own group (torchrun starts each worker in a session of its own,
+        and a DataLoader's workers are in it); then this process."""
+        if self.kill_group is not None:
+            own = os.getpgid(0)
+            program = _group_started_by(self.kill_group)
+            for group in (program, own):
+                try:
+                    # Never exec's own group: a process outside the group exec made would be in it.
+                    if group is not None and group > 1 and group != os.getpgid(self.kill_group):
+                        os.killpg(group, signal.SIGKILL)
+                except OSError:
+                    pass
         os.kill(os.getpid(), signal.SIGKILL)
 
     def at_backward(self):

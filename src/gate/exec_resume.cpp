@@ -10,6 +10,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fmt/format.h>
+#include <unistd.h>
 
 namespace reprun {
 
@@ -175,9 +176,10 @@ ResumeRun exec_resumed_run(const ExecPlan& plan, int i, const std::string& dir, 
   kp.number = 1;
   kp.env["REPRUN_KILL_AFTER_STEP"] = std::to_string(kill_at);
   kp.env["REPRUN_BOUNDARY_STEPS"] = std::to_string(kill_at); // its own states: the reference if run-1 differs
-  // The capture kills the program's whole process group, as a preemption does: a shell script that
-  // started Python with it, not only the Python process.
-  kp.env["REPRUN_KILL_GROUP"] = "1";
+  // The capture kills the program's whole process group, as a preemption does: a shell script or a
+  // launcher that started Python with it, not only the Python process. The group is that of its
+  // ancestor whose parent is this process.
+  kp.env["REPRUN_KILL_GROUP"] = std::to_string(::getpid());
   kp.kill_when_log_reaches = kill_at;
   const ProcessResult pr1 = run_program(plan, r, kp, killed, ReplaySpec{});
   stop_if_interrupted(plan, r, pr1);
@@ -256,12 +258,16 @@ ResumeRun exec_resumed_run(const ExecPlan& plan, int i, const std::string& dir, 
     framework = ojson::parse(read_file(killed.file(RunFile::framework_facts)), nullptr, false);
     framework = framework.is_discarded() ? ojson() : framework;
   }
+  // A program with a process group of one rank (torchrun --nproc_per_node=1) is resumed here, not as
+  // a job: its facts are folded as run-1's were (the world size, each rank's devices), so that its
+  // manifest says what run-1's says.
+  const RankLogs ranks = collect_rank_logs(resumed, framework, notes);
   for (const auto& n : notes) {
     if (plan.opt.on_note) {
       plan.opt.on_note(n);
     }
   }
-  out.run = finish_run(plan, r, pr2, log, framework, failures);
+  out.run = finish_run(plan, r, pr2, log, framework, failures, ranks);
   return out;
 }
 

@@ -4,7 +4,9 @@
 # run-2) changes nothing: PASS, both ranks compared. (b) OMP_NUM_THREADS varied on batches centred
 # on the mean of a 2048x512 table (a reduction torch splits by thread): exit 1 naming a rank,
 # aten.mean and its line. (c) Rank 1 alone adds unseeded numpy noise to its batch: localized to
-# rank 1 and that line. torch 2.x only: Debian's torch 1.13 torchrun fails on this Python for
+# rank 1 and that line. (d) One rank (--nproc_per_node=1, a script written for DDP) under --vary
+# resume: torchrun starts its worker in a session of its own, and the capture kills the launcher's
+# group with it, as a preemption does (the launcher does not report a failed worker): PASS. torch 2.x only: Debian's torch 1.13 torchrun fails on this Python for
 # reasons of its own (test_exec_ddp.sh starts its ranks with mp.spawn on both legs).
 source "$(dirname "$0")/lib.sh"
 PY=$(python_with torch) || skip "no python3 with torch"
@@ -66,4 +68,32 @@ run_rc "$REPRUN" exec -o "$T/noise" -q --pin NOISE_RANK=1 -- "${launch[@]}"
 [[ $RC == 1 ]] || fail "(c) exit $RC: $(cat "$T/out") $(cat "$T/err")"
 grep -qE "^FAIL: .*run-2: rank 1, step 1, forward, ddp.py:$(line_of ddp.py 'xb = xb + torch.from_numpy'): .* input 0 was not made by a traced op" "$T/out" ||
   fail "(c) not localized to rank 1 and its line: $(head -1 "$T/out")"
+
+# (d) one rank, checkpointing every 10 steps, killed after step 20.
+cat >one.py <<'PYSRC'
+import os, sys
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = DDP(torch.nn.Linear(16, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(256, 16), torch.randn(256, 2)
+start = 0
+if os.path.exists(sys.argv[1]):
+    c = torch.load(sys.argv[1])
+    model.module.load_state_dict(c["model"]); opt.load_state_dict(c["opt"]); start = c["step"]
+for step in range(start + 1, 31):
+    b = slice((step * 8) % 256, (step * 8) % 256 + 8)
+    loss = torch.nn.functional.mse_loss(model(x[b]), y[b])
+    opt.zero_grad(); loss.backward(); opt.step()
+    if step % 10 == 0:
+        torch.save({"model": model.module.state_dict(), "opt": opt.state_dict(), "step": step}, sys.argv[1])
+dist.destroy_process_group()
+PYSRC
+run_rc "$REPRUN" exec -o "$T/one" -q --vary resume=20 -- "$PY" -m torch.distributed.run --nproc_per_node=1 --master_port="$PORT" one.py '{run_dir}/c.pt'
+[[ $RC == 0 ]] || fail "(d) one rank: exit $RC: $(cat "$T/out") $(cat "$T/err")"
+grep -q "^PASS: 2 runs of the program identical; run-2 killed after step 20 and resumed from step 20: every state restored" "$T/out" ||
+  fail "(d) one rank: verdict: $(head -3 "$T/out")"
 pass

@@ -15,7 +15,10 @@
 #      resumed job's first iteration);
 #  (e) a rank that never reaches its stop (rank 1 waits in a barrier before its forward, which rank 0
 #      enters only after its own forward, where it stopped): ended by --resume-deadline, exit 2 naming
-#      rank 1, and no process of the job left.
+#      rank 1, and no process of the job left;
+#  (f) a process group of one rank (WORLD=1, as torchrun --nproc_per_node=1 starts a script written
+#      for DDP): killed with its launcher, resumed, PASS, and run-2's manifest says one rank, as
+#      run-1's does.
 source "$(dirname "$0")/lib.sh"
 PY=$(python_with torch) || skip "no python3 with torch (apt-get install python3-torch)"
 "$PY" -c "import torch.distributed as d; assert d.is_available()" 2>/dev/null || skip "torch without distributed"
@@ -85,7 +88,8 @@ def worker(rank, world):
 
 
 if __name__ == "__main__":
-    mp.start_processes(worker, args=(2,), nprocs=2, start_method="spawn")
+    world = int(os.environ.get("WORLD", "2"))
+    mp.start_processes(worker, args=(world,), nprocs=world, start_method="spawn")
 PYSRC
 line_of() { grep -n -- "$2" "$1" | head -1 | cut -d: -f1; }
 FWD=$(line_of ddp_resume.py "out = model(xb)")
@@ -159,4 +163,16 @@ for l in open(sys.argv[1]):
   kill -0 "$pid" 2>/dev/null && fail "(e) process $pid of the job is still running: $(ps -o pid,args -p "$pid")"
 done
 [[ -n $(grep -c '"event":"rank"' "$T/late/run-2/processes/1/events.jsonl") ]] || fail "(e) no rank reported its pid"
+
+# (f) one rank: resumed as a single process (no job), its launcher killed with it; 8 steps an epoch.
+run_rc "$REPRUN" exec -o "$T/one" -q --pin PORT=$PORT --pin WORLD=1 --vary resume=10 -- "$PY" ddp_resume.py {run_dir}
+[[ $RC == 0 ]] || fail "(f) one rank: exit $RC: $(cat "$T/out") $(cat "$T/err")"
+grep -q "^PASS: 2 runs of the program identical; run-2 killed after step 10 and resumed from step 8: every state restored" "$T/out" ||
+  fail "(f) one rank: verdict: $(head -3 "$T/out")"
+"$PY" - "$T/one" <<'PYCHECK' || fail "(f) one rank: manifests: $(cat "$T/one/run-2/manifest.json")"
+import json, sys
+m1, m2 = (json.load(open(f"{sys.argv[1]}/run-{i}/manifest.json")) for i in (1, 2))
+assert m1["ranks"] == m2["ranks"] == {"world_size": 1, "logs": {"0": "steps.jsonl"}}, (m1.get("ranks"), m2.get("ranks"))
+assert m1["framework"]["distributed"] == m2["framework"]["distributed"], (m1["framework"]["distributed"], m2["framework"]["distributed"])
+PYCHECK
 pass
