@@ -34,7 +34,9 @@ GEMM = os.path.join(ROOT, os.environ.get("BUILD", "build"), "reprun_gemm_bench")
 MPI_BENCH = os.path.join(ROOT, os.environ.get("BUILD", "build"), "reprun_mpi_bench")
 # The ordered CUDA GEMM against cuBLAS FP32 (bench/gemm_cuda_bench.cpp; built with CUDA only).
 GEMM_CUDA = os.path.join(ROOT, os.environ.get("BUILD", "build"), "reprun_gemm_cuda_bench")
-PY = "/usr/bin/python3"
+# The peers' Python (numpy, Debian's torch): Debian's, or BENCH_PYTHON (a GPU machine without
+# Debian's Python packages, where the python3 first on PATH has numpy and a CUDA torch).
+PY = os.environ.get("BENCH_PYTHON", "/usr/bin/python3")
 REPS = int(os.environ.get("BENCH_REPS", "3"))
 # The capture overhead is a ratio of two noisy timings of the same script: more pairs than REPS.
 CAPTURE_PAIRS = max(REPS, 9)
