@@ -59,14 +59,17 @@ unsigned blocks_for(size_t n) { return static_cast<unsigned>((n + k_threads - 1)
 // ---- kernels ---------------------------------------------------------------------------------
 
 // C (M x N, ldc) += A (M x K, strides rs/cs) * B (K x N, ldb). A block of 16 x 16 threads computes
-// a 128 x 128 tile of C; thread (tx, ty) owns the 8 x 8 elements of rows ty + 16 mi and columns
-// tx + 16 ni (so a warp's shared-memory reads fall in distinct banks or are broadcasts). Each
-// element's chain starts from C's value and runs over k = 0..K-1 in order, one __fmaf_rn per k:
-// the 16-deep shared-memory tiles only stage the operands, and a k beyond K is never applied
+// a (16 TM) x (16 TM) tile of C; thread (tx, ty) owns the TM x TM elements of rows ty + 16 mi and
+// columns tx + 16 ni (so a warp's shared-memory reads fall in distinct banks or are broadcasts).
+// Each element's chain starts from C's value and runs over k = 0..K-1 in order, one __fmaf_rn per
+// k: the 16-deep shared-memory tiles only stage the operands, and a k beyond K is never applied
 // (fma(0, x, -0) would turn -0 into +0). No split-K, no tensor cores: the CPU's chain, element by
-// element.
-constexpr int k_bm = 128, k_bn = 128, k_bk = 16, k_tdim = 16, k_tm = k_bm / k_tdim, k_tn = k_bn / k_tdim;
+// element, whatever the tile. TM is 8 (128 x 128 tiles) for a product large enough to fill the GPU
+// with such blocks; a smaller product gets smaller tiles (k_tile_sizes), more blocks and the same
+// chains: a 784 x 256 weight gradient is 14 blocks of 128 x 128, 784 of 16 x 16.
+constexpr int k_bk = 16, k_tdim = 16;
 constexpr int k_apad = 4; // as[kk][ii]: a row-major A's loads store k-fastest; the pad spreads the banks
+constexpr int k_tile_sizes[] = {8, 2, 1}; // TM, largest first
 
 // Where each element's chain starts (the prologue) and what is done with its result (the
 // epilogue): the separate calls fill_rows, activation, multiply and activation_grad folded into
@@ -95,10 +98,11 @@ __device__ __forceinline__ void gemm_store(float v, long e, float* C, const floa
 // At most 128 registers a thread, so that two blocks fit on an SM. The prologue and the epilogue
 // are template parameters: the plain C += A B compiles as it did before they existed (the
 // register budget is tight, and runtime branches there made the compiler spill).
-template <int Start, int Post, bool Tanh>
+template <int Start, int Post, bool Tanh, int TM>
 __global__ void __launch_bounds__(k_tdim * k_tdim, 2)
     gemm_tiled(long M, long N, long K, const float* a, long rs, long cs, const float* b, long ldb, float* C, long ldc,
                const float* bias, const float* mask, const float* zin, float* out2) {
+  constexpr int k_bm = k_tdim * TM, k_bn = k_tdim * TM, k_tm = TM, k_tn = TM;
   __shared__ float as[k_bk][k_bm + k_apad];
   __shared__ float bs[k_bk][k_bn];
   const int t = static_cast<int>(threadIdx.x);
@@ -381,24 +385,71 @@ bool same_tasks(const std::vector<UpdateTask>& a, const std::vector<UpdateTask>&
   return true;
 }
 
-// REPRUN_CUDA_GEMM: "tiled" (the default) or "naive". Anything else is refused, so that a mistyped
-// value never silently means the default.
-bool naive_gemm_asked() {
+// REPRUN_CUDA_GEMM: "tiled" (the default: each product's tiles by its size), "tiled-128",
+// "tiled-32" or "tiled-16" (those tiles for every product: the tests hold each to the same bits),
+// or "naive". Anything else is refused, so that a mistyped value never silently means the default.
+struct GemmAsked {
+  bool naive = false;
+  int tm = 0; // the tiles' TM for every product; 0: by the product's size
+};
+GemmAsked gemm_asked() {
   const char* env = std::getenv("REPRUN_CUDA_GEMM");
   const std::string v = env ? env : "";
-  if (!v.empty() && v != "tiled" && v != "naive") {
-    throw Error("REPRUN_CUDA_GEMM", "unknown GEMM '" + v + "'; expected tiled or naive, or unset it");
+  if (v.empty() || v == "tiled") {
+    return {};
   }
-  return v == "naive";
+  if (v == "naive") {
+    return {true, 0};
+  }
+  for (const int tm : k_tile_sizes) {
+    if (v == "tiled-" + std::to_string(k_tdim * tm)) {
+      return {false, tm};
+    }
+  }
+  throw Error("REPRUN_CUDA_GEMM",
+              "unknown GEMM '" + v + "'; expected tiled, tiled-128, tiled-32, tiled-16 or naive, or unset it");
+}
+
+// The tiles' TM for an M x N product: the largest whose blocks (16 TM square) are at least as many
+// as the GPU has multiprocessors, else the smallest. Which one cannot change a bit.
+int tile_for(long M, long N, int multiprocessors) {
+  for (const int tm : k_tile_sizes) {
+    const long side = static_cast<long>(k_tdim) * tm;
+    if (((M + side - 1) / side) * ((N + side - 1) / side) >= multiprocessors) {
+      return tm;
+    }
+  }
+  return k_tile_sizes[sizeof k_tile_sizes / sizeof k_tile_sizes[0] - 1];
+}
+
+// The tiled GEMM's variant for a prologue and an epilogue (the ones the backend uses: plain, the
+// forward pass with or without an activation, the backward data pass), at tile TM.
+using GemmKernel = void (*)(long, long, long, const float*, long, long, const float*, long, float*, long, const float*,
+                            const float*, const float*, float*);
+template <int TM> GemmKernel tiled_variant(int start, int post, bool use_tanh) {
+  if (start == k_from_c && post == k_store) {
+    return gemm_tiled<k_from_c, k_store, false, TM>;
+  }
+  if (start == k_from_bias && post == k_store) {
+    return gemm_tiled<k_from_bias, k_store, false, TM>;
+  }
+  if (start == k_from_bias && post == k_activation) {
+    return use_tanh ? gemm_tiled<k_from_bias, k_activation, true, TM> : gemm_tiled<k_from_bias, k_activation, false, TM>;
+  }
+  if (start == k_from_zero && post == k_backward) {
+    return use_tanh ? gemm_tiled<k_from_zero, k_backward, true, TM> : gemm_tiled<k_from_zero, k_backward, false, TM>;
+  }
+  throw Error("cuda", "internal: no tiled GEMM variant for this prologue and epilogue");
 }
 
 class CudaBackend final : public Backend {
 public:
-  CudaBackend() : m_naive(naive_gemm_asked()) {
+  CudaBackend() : CudaBackend(gemm_asked()) {}
+  explicit CudaBackend(GemmAsked asked) : m_naive(asked.naive), m_tm(asked.tm) {
     check(cudaSetDevice(0), "cudaSetDevice");
     check(cudaGetDeviceProperties(&m_prop, 0), "cudaGetDeviceProperties");
     cudaFuncAttributes attr{};
-    check(cudaFuncGetAttributes(&attr, gemm_tiled<k_from_c, k_store, false>), "cudaFuncGetAttributes");
+    check(cudaFuncGetAttributes(&attr, gemm_tiled<k_from_c, k_store, false, 8>), "cudaFuncGetAttributes");
     m_binary = attr.binaryVersion;
   }
 
@@ -423,8 +474,11 @@ public:
     return {{"device", "cuda"},
             {"gpu", m_prop.name},
             {"compute_capability", std::to_string(m_prop.major) + "." + std::to_string(m_prop.minor)},
-            {"gemm", m_naive ? "cuda-naive (one thread per element, elem::gemm_chain)"
-                             : "cuda-tiled-128x128 (one __fmaf_rn chain per element, k ascending)"},
+            {"gemm", m_naive    ? "cuda-naive (one thread per element, elem::gemm_chain)"
+                     : m_tm == 0 ? "cuda-tiled (128x128 tiles, 32x32 or 16x16 for a product too small to fill the "
+                                   "GPU with them; one __fmaf_rn chain per element, k ascending)"
+                                 : "cuda-tiled-" + std::to_string(k_tdim * m_tm) + "x" + std::to_string(k_tdim * m_tm) +
+                                       " (every product; one __fmaf_rn chain per element, k ascending)"},
             {"code", "sm_" + std::to_string(m_binary) + (ahead ? "" : " (PTX compiled by the driver at load time)")},
             {"built_for", archs},
             {"transfers", "device-resident state: the batch up, the step record down"}};
@@ -681,29 +735,19 @@ private:
       check_launch("gemm_naive");
       return;
     }
-    const dim3 grid(static_cast<unsigned>((N + k_bn - 1) / k_bn), static_cast<unsigned>((M + k_bm - 1) / k_bm));
-    // The variants the backend uses: plain, the forward pass with or without an activation, the
-    // backward data pass.
-    using Kernel = void (*)(long, long, long, const float*, long, long, const float*, long, float*, long, const float*,
-                            const float*, const float*, float*);
-    Kernel gemm_tiled_variant = gemm_tiled<k_from_c, k_store, false>;
-    if (start == k_from_bias && post == k_store) {
-      gemm_tiled_variant = gemm_tiled<k_from_bias, k_store, false>;
-    } else if (start == k_from_bias && post == k_activation) {
-      gemm_tiled_variant = use_tanh ? gemm_tiled<k_from_bias, k_activation, true>
-                                    : gemm_tiled<k_from_bias, k_activation, false>;
-    } else if (start == k_from_zero && post == k_backward) {
-      gemm_tiled_variant = use_tanh ? gemm_tiled<k_from_zero, k_backward, true>
-                                    : gemm_tiled<k_from_zero, k_backward, false>;
-    } else if (start != k_from_c || post != k_store) {
-      throw Error("cuda", "internal: no tiled GEMM variant for this prologue and epilogue");
-    }
+    const int tm = m_tm != 0 ? m_tm : tile_for(M, N, m_prop.multiProcessorCount);
+    const long side = static_cast<long>(k_tdim) * tm;
+    const dim3 grid(static_cast<unsigned>((N + side - 1) / side), static_cast<unsigned>((M + side - 1) / side));
+    const GemmKernel gemm_tiled_variant = tm == 8   ? tiled_variant<8>(start, post, use_tanh)
+                                          : tm == 2 ? tiled_variant<2>(start, post, use_tanh)
+                                                    : tiled_variant<1>(start, post, use_tanh);
     REPRUN_LAUNCH(gemm_tiled_variant, grid, k_tdim * k_tdim)(M, N, K, a, rs, cs, b, ldb, c, ldc, bias, mask, zin,
                                                               out2);
     check_launch("gemm_tiled");
   }
 
   bool m_naive;
+  int m_tm; // GemmAsked::tm
   cudaDeviceProp m_prop{};
   int m_binary = 0;
   Scratch m_rows;     // per row: its loss, added on the device in row order
