@@ -258,7 +258,10 @@ void FolderCache::load(const std::vector<std::string>& folders) {
     if (eol == std::string_view::npos || v.substr(0, eol) != std::string(k_folder_magic) + folder) {
       continue; // another format, or another folder's file under the same name
     }
-    f.entries.reserve(count_newlines(v.substr(eol + 1)));
+    const size_t lines = count_newlines(v.substr(eol + 1));
+    f.entries.reserve(lines);
+    f.index = std::make_unique<FlatIndex>(lines);
+    const auto key_at = [&](size_t place) { return f.entries[place].key; };
     for (size_t at = eol + 1; at < v.size(); at = eol + 1) {
       eol = v.find('\n', at);
       if (eol == std::string_view::npos) {
@@ -269,10 +272,12 @@ void FolderCache::load(const std::vector<std::string>& folders) {
       for (int i = 0; i < 5 && sp != std::string_view::npos; ++i) {
         sp = line.find(' ', i == 0 ? 0 : sp + 1);
       }
-      if (sp != std::string_view::npos) {
-        f.entries.try_emplace(line.substr(0, sp), line.substr(sp + 1));
+      // A key met again: its first line stands, as the file was written (one line per inode).
+      if (sp != std::string_view::npos && f.index->find_or_add(line.substr(0, sp), f.entries.size(), key_at).second) {
+        f.entries.push_back(Entry{line.substr(0, sp), line.substr(sp + 1)});
       }
     }
+    f.hit = std::make_unique<std::atomic<bool>[]>(f.entries.size()); // value-initialized: false
   }
 }
 
@@ -281,12 +286,16 @@ bool FolderCache::lookup(std::string_view folder, const struct stat& st, Content
   if (f == m_folders.end()) {
     return false;
   }
+  const Folder& d = f->second;
+  if (!d.index) {
+    return false; // no entries
+  }
   std::array<char, 112> key{};
-  const auto e = f->second.entries.find(folder_key(st, key));
-  if (e == f->second.entries.end() || !decode(e->second.line, static_cast<uint64_t>(st.st_size), out)) {
+  const long e = d.index->find(folder_key(st, key), [&](size_t place) { return d.entries[place].key; });
+  if (e < 0 || !decode(d.entries[static_cast<size_t>(e)].line, static_cast<uint64_t>(st.st_size), out)) {
     return false;
   }
-  e->second.hit.store(true, std::memory_order_relaxed);
+  d.hit[static_cast<size_t>(e)].store(true, std::memory_order_relaxed);
   return true;
 }
 
@@ -317,17 +326,18 @@ void FolderCache::flush() {
     }
     // Then the entries this run found (still valid), then others while there is room.
     size_t hits = 0;
-    for (const auto& [key, e] : f.entries) {
-      hits += e.hit.load(std::memory_order_relaxed) ? 1 : 0;
+    for (size_t i = 0; i < f.entries.size(); ++i) {
+      hits += f.hit[i].load(std::memory_order_relaxed) ? 1 : 0;
     }
     const size_t cap = 2 * (f.added.size() + hits) + 1024;
     for (const bool found : {true, false}) {
-      for (const auto& [key, e] : f.entries) {
+      for (size_t i = 0; i < f.entries.size(); ++i) {
+        const Entry& e = f.entries[i];
         if (!found && written.size() >= cap) {
           break;
         }
-        if (e.hit.load(std::memory_order_relaxed) == found && written.insert(inode_of(key)).second) {
-          text.append(key).append(" ").append(e.line).append("\n");
+        if (f.hit[i].load(std::memory_order_relaxed) == found && written.insert(inode_of(e.key)).second) {
+          text.append(e.key).append(" ").append(e.line).append("\n");
         }
       }
     }

@@ -7,6 +7,7 @@
 
 #include "reprun/core/atomic_file.hpp"
 #include "reprun/core/error.hpp"
+#include "reprun/core/flat_index.hpp"
 #include "reprun/core/threadpool.hpp"
 #include "reprun/meta/content_cache.hpp"
 #include "reprun/meta/redact.hpp"
@@ -110,8 +111,8 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
   std::vector<Seen> files;
   files.reserve(log.events.size() + log.py.size());
   r.files.reserve(files.capacity()); // each Seen's InputFile: made in place, never moved until the end
-  std::unordered_map<std::string_view, size_t> seen;
-  seen.reserve(log.events.size() + log.py.size());
+  FlatIndex seen(files.capacity());
+  const auto key_at = [&](size_t place) { return files[place].key; };
   std::deque<std::string> sources;
   long n = 0;
   std::vector<std::string> prefixes;
@@ -140,13 +141,13 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
       }
       return o;
     };
-    auto [it, added] = seen.try_emplace(path, files.size());
+    const auto [place, added] = seen.find_or_add(path, files.size(), key_at);
     if (added) {
       Seen& made = files.emplace_back();
       made.key = path;
       made.f = &r.files.emplace_back();
     }
-    Seen& s = files[it->second];
+    Seen& s = files[place];
     if (added) {
       s.first = n;
       s.f->folder = folder;
@@ -439,8 +440,8 @@ InputsRecord record_inputs(const FilesLog& log, const InputsOptions& opt,
           [&](const std::string& entry) {
             // Listed after the run: what the run made there (its outputs, reprun's work folder) was
             // not what it listed.
-            const auto w = seen.find(entry);
-            return under_any(entry, opt.own_dirs) || (w != seen.end() && files[w->second].created);
+            const long w = seen.find(entry, key_at);
+            return under_any(entry, opt.own_dirs) || (w >= 0 && files[static_cast<size_t>(w)].created);
           },
           here != read_in.end() ? &here->second : nullptr);
     }

@@ -29,6 +29,7 @@
 // is only a miss.
 #pragma once
 
+#include "reprun/core/flat_index.hpp"
 #include "reprun/core/mapped_file.hpp"
 #include "reprun/meta/inputs.hpp"
 
@@ -39,7 +40,6 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -81,16 +81,17 @@ public:
 
 private:
   struct Entry {
-    explicit Entry(std::string_view l) : line(l) {}
+    std::string_view key;              // "DEV INO SIZE MTIME CTIME", in Folder::text
     std::string_view line;             // the summary, in Folder::text
-    std::atomic<bool> hit{false};      // found by this run
   };
   struct Folder {
     // The folder's file mapped read-only (no copy of a MB of entries): a cache file is replaced by
     // a rename, never written in place.
     std::unique_ptr<const MappedFile> text;
-    std::unordered_map<std::string_view, Entry> entries;       // "DEV INO SIZE MTIME CTIME" -> summary
-    std::vector<std::pair<std::string, std::string>> added;    // key, summary
+    std::vector<Entry> entries;                               // in the file's order, each key once
+    std::unique_ptr<FlatIndex> index;                         // key -> its place in entries
+    std::unique_ptr<std::atomic<bool>[]> hit;                 // each entry's: found by this run
+    std::vector<std::pair<std::string, std::string>> added;   // key, summary
   };
   std::string m_dir;
   std::map<std::string, Folder, std::less<>> m_folders;
